@@ -1,0 +1,23 @@
+"""agentos-kernel: a reference Agent OS Runtime (spec layers L1-L8, invariants I-1..I-5).
+
+Public API re-exports only. Nothing here does I/O at import time, and pandas, matplotlib,
+ipywidgets and IPython are never imported by the runtime itself.
+"""
+
+from .errors import ContractError, DomainError, Err, ErrorCode, InvariantViolation, Ok, Problem
+from .events import Event, EventStore, JsonlEventStore, read_log, verify_chain
+from .hooks import HookBus, HookDecision, HookHandler
+from .kernel import RunResult, Runtime
+from .profile import RuntimeProfile
+from .replay import Snapshot, replay
+from .schemas import SchemaRegistry
+from .tools import ToolCall, ToolDef, ToolRegistry, dispatch_tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ContractError", "DomainError", "Err", "ErrorCode", "Event", "EventStore", "HookBus",
+    "HookDecision", "HookHandler", "InvariantViolation", "JsonlEventStore", "Ok", "Problem",
+    "RunResult", "Runtime", "RuntimeProfile", "SchemaRegistry", "Snapshot", "ToolCall", "ToolDef",
+    "ToolRegistry", "__version__", "dispatch_tool", "read_log", "replay", "verify_chain",
+]

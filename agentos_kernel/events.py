@@ -1,0 +1,232 @@
+"""L4 Append-only Event Store: one `.events.jsonl` per session, append only.
+
+An event carries the spec's eight fields plus optional `seq` (1-based position) and
+`chain` (sha256 over the previous chain and this event's canonical bytes), so a log is
+tamper-evident. Logs with only the eight fields (another language's implementation, a
+student's) load and replay; a numeric `ts` is read as Unix seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import orjson
+
+from .clock import iso
+
+LOG_NAME = ".events.jsonl"
+REQUIRED_FIELDS = ("id", "session_id", "ts", "type", "actor", "payload", "schema_version", "parent_id")
+OPTIONAL_FIELDS = ("seq", "chain")
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class LogError(ValueError):
+    """A log line cannot be read as an event; the message names file, line and field."""
+
+
+def check_session_id(session_id: str) -> str | None:
+    """None when `session_id` is safe as a directory name, else why it is not."""
+    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id) or ".." in session_id:
+        return (
+            f"invalid session id {session_id!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit, without '..' or '/'"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Event:
+    """One recorded state change (the spec's `Event`)."""
+
+    id: str
+    """Unique id of this event."""
+    session_id: str
+    """The session whose log holds it."""
+    ts: str
+    """ISO-8601 UTC timestamp."""
+    type: str
+    """Event type, e.g. `tool.invoke`; selects the payload schema."""
+    actor: str
+    """Who caused it: user, system, a role, a tool, a hook."""
+    payload: Any
+    """Type-specific data, checked against the type's schema before it is appended."""
+    schema_version: str = "v1"
+    """Version of the event envelope."""
+    parent_id: str | None = None
+    """The event this one answers (tool.result -> tool.invoke), if any."""
+    seq: int | None = None
+    """1-based position in the session's log (optional extension)."""
+    chain: str | None = None
+    """sha256 hex over the previous chain and this event's canonical bytes (optional)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object written to the log (seq and chain only when set)."""
+        d = {
+            "id": self.id,
+            "session_id": self.session_id,
+            "ts": self.ts,
+            "type": self.type,
+            "actor": self.actor,
+            "payload": self.payload,
+            "schema_version": self.schema_version,
+            "parent_id": self.parent_id,
+        }
+        if self.seq is not None:
+            d["seq"] = self.seq
+        if self.chain is not None:
+            d["chain"] = self.chain
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "event") -> Event:
+        """Read an event, naming `where` and the field in any error."""
+        if not isinstance(d, dict):
+            raise LogError(f"{where}: -: an event must be a JSON object")
+        missing = [f for f in REQUIRED_FIELDS if f not in d]
+        if missing:
+            raise LogError(f"{where}: {missing[0]}: required event field is missing")
+        extra = sorted(set(d) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS))
+        if extra:
+            raise LogError(f"{where}: {extra[0]}: not an event field")
+        ts = d["ts"]
+        if isinstance(ts, int | float) and not isinstance(ts, bool):
+            ts = iso(datetime.fromtimestamp(ts, UTC))
+        elif not isinstance(ts, str):
+            raise LogError(f"{where}: ts: must be an ISO-8601 string or Unix seconds")
+        for name in ("id", "session_id", "type", "actor", "schema_version"):
+            if not isinstance(d[name], str):
+                raise LogError(f"{where}: {name}: must be a string")
+        return cls(
+            id=d["id"],
+            session_id=d["session_id"],
+            ts=ts,
+            type=d["type"],
+            actor=d["actor"],
+            payload=d["payload"],
+            schema_version=d["schema_version"],
+            parent_id=d["parent_id"],
+            seq=d.get("seq"),
+            chain=d.get("chain"),
+        )
+
+
+def canonical(obj: Any) -> bytes:
+    """The one canonical encoding: UTF-8 JSON with sorted keys, no spaces."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+
+
+def chain_of(prev: str | None, event: Event) -> str:
+    """The chain value for `event` following `prev` (None for the first event)."""
+    body = event.to_dict()
+    body.pop("chain", None)
+    return hashlib.sha256((prev or "").encode() + canonical(body)).hexdigest()
+
+
+class EventStore(Protocol):
+    """Where events live. Every implementation passes tests/contract/test_event_store.py."""
+
+    def append(self, event: Event) -> None:
+        """Append one event to its session's log; never rewrites an earlier one."""
+
+    def read(self, session_id: str) -> Iterator[Event]:
+        """Stream a session's events in order; KeyError if the session has no log."""
+
+    def tail(self, session_id: str) -> Event | None:
+        """The last event of a session, or None if it has none."""
+
+    def sessions(self) -> list[str]:
+        """Every session id with a log, sorted."""
+
+    def exists(self, session_id: str) -> bool:
+        """True when the session has a log."""
+
+    def close(self, session_id: str) -> None:
+        """Release what is held open for a session (appending later reopens it)."""
+
+
+class JsonlEventStore:
+    """`<root>/<session_id>/.events.jsonl`, one canonical JSON line per event.
+
+    The file of a running session is kept open and each line flushed, so a crash or
+    Ctrl-C loses nothing already appended.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._open: dict[str, IO[bytes]] = {}
+
+    def path(self, session_id: str) -> Path:
+        """The log file of a session (its id is checked first)."""
+        problem = check_session_id(session_id)
+        if problem:
+            raise ValueError(problem)
+        return self.root / session_id / LOG_NAME
+
+    def append(self, event: Event) -> None:
+        f = self._open.get(event.session_id)
+        if f is None:
+            p = self.path(event.session_id)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            f = self._open[event.session_id] = p.open("ab")
+        f.write(canonical(event.to_dict()) + b"\n")
+        f.flush()
+
+    def read(self, session_id: str) -> Iterator[Event]:
+        p = self.path(session_id)
+        if not p.is_file():
+            raise KeyError(f"no session {session_id!r}: {p} does not exist")
+        return read_log(p)
+
+    def tail(self, session_id: str) -> Event | None:
+        p = self.path(session_id)
+        if not p.is_file():
+            return None
+        last = None
+        for last in read_log(p):  # noqa: B007 - streaming keeps memory flat
+            pass
+        return last
+
+    def sessions(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.parent.name for p in self.root.glob(f"*/{LOG_NAME}"))
+
+    def exists(self, session_id: str) -> bool:
+        return self.path(session_id).is_file()
+
+    def close(self, session_id: str) -> None:
+        f = self._open.pop(session_id, None)
+        if f is not None:
+            f.close()
+
+
+def read_log(path: Path) -> Iterator[Event]:
+    """Stream events from a JSONL file, one line at a time (memory flat in log length)."""
+    with Path(path).open("rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise LogError(f"{path}:{n}: -: not JSON ({exc})") from None
+            yield Event.from_dict(obj, where=f"{path}:{n}")
+
+
+def verify_chain(events: Iterator[Event] | list[Event]) -> int | None:
+    """The seq (or 1-based index) of the first event whose chain does not match, else None.
+    Events without a chain are skipped (logs from implementations without the extension)."""
+    prev: str | None = None
+    for i, ev in enumerate(events, 1):
+        if ev.chain is None:
+            continue
+        if chain_of(prev, ev) != ev.chain:
+            return ev.seq or i
+        prev = ev.chain
+    return None

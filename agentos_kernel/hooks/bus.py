@@ -1,0 +1,200 @@
+"""The hook bus: runs handlers in priority order and records every decision.
+
+- Handlers get a deep read-only copy of their input (`freeze`): they cannot mutate state.
+- A handler that raises, returns something that is not a decision, or runs past its
+  timeout is a `deny` (I-3). Timeouts are enforced: the handler runs on a daemon thread
+  that is abandoned when it overruns, so a handler that sleeps forever cannot hang a run.
+- `deny` stops the chain; `transform` replaces the input for the next handler, and its
+  output is merged into the input and checked by the caller's `validate` (the next
+  boundary's schema) before anything uses it; a transform that fails that check is a deny.
+- The bus (the caller of handlers, not the handler) appends one `hook.fired` per decision.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import DomainError, Err, ErrorCode, Result
+from ..recorder import SessionLog
+
+HOOK_EVENTS = (
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "SkillStart", "Stop",
+    "PreCompact", "WorkflowStart", "PhaseAdvance", "WorkflowComplete",
+)
+
+
+@dataclass(frozen=True)
+class HookDecision:
+    """A gate's answer (the spec's `HookDecision`)."""
+
+    decision: str
+    """allow | deny | transform."""
+    reason: str | None = None
+    """Why; required for deny."""
+    output: Any = None
+    """For transform: fields that replace the same fields of the hook input."""
+
+
+@dataclass(frozen=True)
+class HookHandler:
+    """A named gate function for one hook event."""
+
+    id: str
+    """Name recorded in `hook.fired`."""
+    fn: Callable[[Any], HookDecision | dict]
+    """Takes the read-only hook input, returns a decision."""
+    priority: int = 0
+    """Higher runs first."""
+    timeout_s: float = 2.0
+    """A handler still running after this many seconds is a deny (HOOK_TIMEOUT)."""
+
+
+def freeze(value: Any) -> Any:
+    """A deep read-only copy: dicts become mappingproxies, lists tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Plain JSON-able copy of a frozen value."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw(v) for v in value]
+    return value
+
+
+def _run_with_timeout(fn: Callable[[Any], Any], arg: Any, timeout_s: float) -> tuple[str, Any]:
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(arg)
+        except BaseException as exc:  # a handler's failure is data: it becomes a deny
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name="agentos-hook", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        return "timeout", None
+    if "error" in box:
+        return "error", box["error"]
+    return "ok", box.get("value")
+
+
+def _as_decision(value: Any) -> HookDecision | str:
+    """Normalise a handler's return value; a string is the reason it is not a decision."""
+    if isinstance(value, HookDecision):
+        d = value
+    elif isinstance(value, Mapping):
+        extra = set(value) - {"decision", "reason", "output"}
+        if extra:
+            return f"decision has unknown field {sorted(extra)[0]!r}"
+        d = HookDecision(value.get("decision", ""), value.get("reason"), thaw(value.get("output")))
+    else:
+        return f"handler returned {type(value).__name__}, not a HookDecision"
+    if d.decision not in ("allow", "deny", "transform"):
+        return f"decision must be allow, deny or transform, not {d.decision!r}"
+    if d.decision == "deny" and not d.reason:
+        return "a deny decision needs a reason"
+    if d.decision == "transform" and not isinstance(d.output, Mapping):
+        return "a transform decision needs an object output"
+    return d
+
+
+@dataclass
+class HookBus:
+    """Handlers by hook event, run in priority order."""
+
+    handlers: dict[str, list[HookHandler]] = field(default_factory=dict)
+
+    def register(self, event: str, handler: HookHandler) -> None:
+        """Add a handler; an unknown event name is a programmer error (KeyError names it)."""
+        if event not in HOOK_EVENTS:
+            raise KeyError(f"unknown hook event {event!r}; known: {', '.join(HOOK_EVENTS)}")
+        hs = self.handlers.setdefault(event, [])
+        hs.append(handler)
+        hs.sort(key=lambda h: (-h.priority, h.id))
+
+    def registered(self, event: str) -> list[HookHandler]:
+        """Handlers for an event, in the order they run."""
+        return list(self.handlers.get(event, []))
+
+    def fire(
+        self,
+        event: str,
+        data: dict[str, Any],
+        log: SessionLog,
+        *,
+        validate: Callable[[dict[str, Any]], Result[Any]] | None = None,
+        parent_id: str | None = None,
+    ) -> tuple[HookDecision, dict[str, Any]]:
+        """Run every handler for `event`; return the combined decision and the (possibly
+        transformed) input. `validate` checks a transformed input; without it a transform
+        is not allowed for this hook and is denied."""
+        current = dict(data)
+        transformed = False
+        handlers = self.handlers.get(event, [])
+        if not handlers:
+            d = HookDecision("allow", "no handler registered")
+            self._record(log, event, "(none)", d, 0.0, None, parent_id)
+            return d, current
+        for h in handlers:
+            start = log.clock.mark()
+            status, value = _run_with_timeout(h.fn, freeze(current), h.timeout_s)
+            ms = log.clock.elapsed_ms(start)
+            cause = None
+            if status == "timeout":
+                d, cause = HookDecision("deny", f"handler timed out after {h.timeout_s}s"), "timeout"
+            elif status == "error":
+                d = HookDecision("deny", f"handler raised {type(value).__name__}: {value}")
+                cause = "exception"
+            else:
+                got = _as_decision(value)
+                if isinstance(got, str):
+                    d, cause = HookDecision("deny", f"invalid decision: {got}"), "invalid"
+                else:
+                    d = got
+            if d.decision == "transform":
+                candidate = {**current, **thaw(d.output)}
+                checked: Result[Any] = (
+                    validate(candidate) if validate is not None
+                    else Err(_no_transform(event))
+                )
+                if isinstance(checked, Err):
+                    self._record(log, event, h.id, d, ms, None, parent_id)
+                    d = HookDecision("deny", f"transform rejected: {checked.error.message}")
+                    cause = "invalid"
+                else:
+                    current, transformed = candidate, True
+            self._record(log, event, h.id, d, ms, cause, parent_id)
+            if d.decision == "deny":
+                return d, current
+        final = HookDecision("transform", "transformed", current) if transformed \
+            else HookDecision("allow")
+        return final, current
+
+    @staticmethod
+    def _record(log: SessionLog, event: str, handler: str, d: HookDecision, ms: float,
+                cause: str | None, parent_id: str | None) -> None:
+        payload: dict[str, Any] = {"hook": event, "handler": handler, "decision": d.decision,
+                                   "ms": ms}
+        if d.reason:
+            payload["reason"] = d.reason
+        if d.decision == "transform":
+            payload["output"] = thaw(d.output)
+        if cause:
+            payload["cause"] = cause
+        log.append("hook.fired", f"hook:{handler}", payload, parent_id)
+
+
+def _no_transform(event: str) -> DomainError:
+    return DomainError("gate", ErrorCode.GATE_DENIED, f"{event} hooks may not transform")

@@ -1,0 +1,246 @@
+"""Composition root: `Runtime.from_workspace()` wires the layers; `handle_user_request()`
+runs the spec's ten-step flow. The only module that names concrete adapters."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .builtin_tools import BUILTIN_TOOLS
+from .clock import CounterIds, LogicalClock, RandomIds, SystemClock, random_session_id
+from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
+from .events import Event, JsonlEventStore, check_session_id
+from .hooks import HookBus
+from .hooks.loader import handler_from_entry
+from .profile import RuntimeProfile, WorkspaceConfig, load_config
+from .providers.base import Provider, redact
+from .providers.faults import FaultPlan
+from .providers.scripted import ScriptedProvider
+from .pwr import run_pwr
+from .recorder import SessionLog
+from .replay import Snapshot, replay
+from .roles import AgentDef, load_agents
+from .schemas import SchemaRegistry
+from .session import Session
+from .skills import SkillRegistry, discover
+from .tools import ToolContext, ToolRegistry
+from .workspace import Workspace, find_workspace
+
+ProviderFactory = Callable[[RuntimeProfile, FaultPlan | None], Provider]
+PROVIDERS: dict[str, ProviderFactory] = {
+    "scripted": lambda p, f: ScriptedProvider(p.model, p.prices, f, p.max_retries),
+}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a finished request left behind (the log holds everything else)."""
+
+    session_id: str
+    """Where to find its log: sessions/<id>/.events.jsonl."""
+    ok: bool
+    """The session closed ok."""
+    output: str | None
+    """The worker's output."""
+    report: dict[str, Any] | None
+    """The last worker_report_v1."""
+    review: dict[str, Any] | None
+    """The last review_result_v1."""
+    log_path: Path
+    """The session's log file."""
+
+
+class Runtime:
+    """One workspace's registries and one profile, ready to run requests."""
+
+    def __init__(self, workspace: Workspace, config: WorkspaceConfig, profile: RuntimeProfile,
+                 schemas: SchemaRegistry, agents: dict[str, AgentDef], skills: SkillRegistry,
+                 tools: ToolRegistry, hooks: HookBus, faults: FaultPlan | None = None) -> None:
+        self.workspace, self.config, self.profile = workspace, config, profile
+        self.schemas, self.agents, self.skills, self.tools, self.hooks = (
+            schemas, agents, skills, tools, hooks)
+        self.faults = faults
+        self.store = JsonlEventStore(workspace.sessions)
+
+    @classmethod
+    def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,
+                       faults: FaultPlan | None = None, cwd: Path | None = None) -> Runtime:
+        """Load every contract of a workspace; ContractError names each bad file and field."""
+        ws = find_workspace(Path(path) if path is not None else None, cwd)
+        schemas = SchemaRegistry.load(ws.contract_dir("schemas"))
+        config = load_config(ws.config_file, schemas, ws.shown(ws.config_file))
+        try:
+            prof = config.profile(profile)
+        except KeyError as exc:
+            raise ContractError([Problem(config.file, "profile", exc.args[0])]) from None
+        if prof.provider not in PROVIDERS:
+            raise ContractError([Problem(config.file, f"profiles.{prof.name}.provider",
+                                         f"unknown provider {prof.provider!r}; available in this "
+                                         f"build: {', '.join(sorted(PROVIDERS))}")])
+        agents_dir = ws.contract_dir("agents")
+        agents = load_agents(agents_dir, schemas, ws.shown(agents_dir))
+        skills = discover([ws.contract_dir(r) if r == "skills" else ws.root / r
+                           for r in config.skill_roots], schemas,
+                          base=ws.root if not ws.bundled else None)
+        hooks = HookBus()
+        problems = []
+        entries = list(config.hooks) + list(faults.hooks if faults else ())
+        for i, entry in enumerate(entries):
+            where = f"hooks[{i}]" if i < len(config.hooks) else f"fault plan hooks[{i - len(config.hooks)}]"
+            try:
+                hooks.register(entry["event"], handler_from_entry(entry, ws.root))
+            except (ValueError, KeyError) as exc:
+                problems.append(Problem(config.file, where, str(exc).strip("'\"")))
+        if problems:
+            raise ContractError(problems)
+        return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(BUILTIN_TOOLS), hooks,
+                   faults)
+
+    # -- running ----------------------------------------------------------------------
+    def new_session_id(self) -> str:
+        if not self.profile.deterministic:
+            return random_session_id()
+        n = len(self.store.sessions()) + 1
+        while self.store.exists(f"s{n:04d}"):
+            n += 1
+        return f"s{n:04d}"
+
+    def open_session(self, session_id: str | None = None) -> Session | Err:
+        """A new session with its log (the id is checked and must be unused)."""
+        sid = session_id or self.new_session_id()
+        problem = check_session_id(sid)
+        if problem:
+            return Err(DomainError("config", ErrorCode.UNKNOWN_ID, problem))
+        if self.store.exists(sid):
+            return Err(DomainError("config", ErrorCode.UNKNOWN_ID,
+                                   f"session {sid!r} already exists; pick another --session id"))
+        det = self.profile.deterministic
+        log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
+                         CounterIds() if det else RandomIds(), sid)
+        key = os.environ.get(self.profile.api_key_env or "", "") if self.profile.api_key_env else ""
+        return Session(log=log, profile=self.profile,
+                       provider=PROVIDERS[self.profile.provider](self.profile, self.faults),
+                       tools=self.tools, hooks=self.hooks, schemas=self.schemas,
+                       agents=self.agents, secrets=(key,) if key else (),
+                       tool_context=ToolContext(self.workspace.root, sid))
+
+    def handle_user_request(self, prompt: str, *, session_id: str | None = None
+                            ) -> Result[RunResult]:
+        """Run one request end to end. Nothing already logged is lost on an error, a crash
+        or Ctrl-C: the session is closed (not ok) with the reason before it propagates."""
+        session = self.open_session(session_id)
+        if isinstance(session, Err):
+            return session
+        log = session.log
+        log.append("session.start", "user", {
+            "prompt": redact(prompt, session.secrets),
+            "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
+            "profile": self.profile.name, "provider": self.profile.provider,
+            "model": self.profile.model, "deterministic": self.profile.deterministic})
+        for p in self.skills.skipped:
+            log.append("skill.skipped", "system", {"file": p.file, "field": p.field,
+                                                   "reason": p.message})
+        try:
+            return self._run(session, prompt)
+        except KeyboardInterrupt:
+            log.append("session.close", "system", {"ok": False, "reason": "interrupted (Ctrl-C)"})
+            raise
+        except BaseException as exc:
+            log.append("session.close", "system",
+                       {"ok": False, "reason": f"invariant violation: {type(exc).__name__}: {exc}"})
+            raise
+        finally:
+            log.close()
+
+    def _run(self, s: Session, prompt: str) -> Result[RunResult]:
+        log = s.log
+        gate, _ = self.hooks.fire("SessionStart", {"session_id": s.session_id,
+                                                   "profile": self.profile.name}, log)
+        if gate.decision == "deny":
+            return self._close(s, log.fail(DomainError("gate", ErrorCode.GATE_DENIED,
+                                                       f"SessionStart denied: {gate.reason}"),
+                                           layer="L6", actor="system"))
+        gate, data = self.hooks.fire(
+            "UserPromptSubmit", {"prompt": prompt}, log,
+            validate=lambda d: log.check({"prompt": d["prompt"]}, "hook_prompt_v1",
+                                         where="UserPromptSubmit transform", actor="hook"))
+        if gate.decision == "deny":
+            return self._close(s, log.fail(DomainError("gate", ErrorCode.PROMPT_DENIED,
+                                                       f"UserPromptSubmit denied: {gate.reason}"),
+                                           layer="L6", actor="system"))
+        prompt = data["prompt"]
+        picked = self.skills.select(prompt)
+        if picked is not None:
+            skill, trigger = picked
+            gate, data = self.hooks.fire(
+                "SkillStart", {"skill": skill.name, "allowed_tools": list(skill.allowed_tools)},
+                log, validate=lambda d: _narrowing(log, d, skill.allowed_tools))
+            if gate.decision == "deny":
+                return self._close(s, log.fail(DomainError("gate", ErrorCode.GATE_DENIED,
+                                                           f"SkillStart denied {skill.name}: "
+                                                           f"{gate.reason}"),
+                                               layer="L6", actor="system"))
+            s.skill, s.allowed_tools = skill, frozenset(data["allowed_tools"])
+            log.append("skill.invoke", "system", {
+                "skill": skill.name, "trigger": trigger, "file": skill.file,
+                "allowed_tools": [t for t in skill.allowed_tools if t in s.allowed_tools]})
+        previous = None
+        reason = None
+        for iteration in range(1, self.profile.max_iterations + 1):
+            outcome = run_pwr(s, prompt, previous=previous)
+            if isinstance(outcome, Err):
+                return self._close(s, outcome)
+            gate, _ = self.hooks.fire("Stop", {"session_id": s.session_id, "ok": True,
+                                               "iteration": iteration,
+                                               "output": outcome.value.report["output"]}, log)
+            previous = outcome.value.report
+            if gate.decision == "deny":
+                break
+        else:
+            reason = f"stopped at max_iterations ({self.profile.max_iterations})"
+        return self._close(s, Ok(outcome.value), reason)
+
+    def _close(self, s: Session, result: Result[Any], reason: str | None = None
+               ) -> Result[RunResult]:
+        ok = isinstance(result, Ok)
+        if s.skill is not None:
+            s.log.append("skill.complete", "system", {"skill": s.skill.name, "ok": ok})
+        payload: dict[str, Any] = {"ok": ok}
+        if ok:
+            payload["output"] = result.value.report["output"]
+        else:
+            payload["reason"] = f"{result.error.code}: {result.error.message}"
+        if reason:
+            payload["reason"] = reason
+        s.log.append("session.close", "system", payload)
+        if not ok:
+            return result
+        out = result.value
+        return Ok(RunResult(s.session_id, True, out.report["output"], out.report, out.review,
+                            self.store.path(s.session_id)))
+
+    # -- reading ----------------------------------------------------------------------
+    def events(self, session_id: str) -> list[Event]:
+        """A session's events (KeyError names a session that has no log)."""
+        return list(self.store.read(session_id))
+
+    def replay(self, session_id: str, at: int | None = None) -> Snapshot:
+        """The snapshot recomputed from the log alone."""
+        return replay(self.store.read(session_id), at)
+
+
+def _narrowing(log: SessionLog, d: dict[str, Any], allowed: tuple[str, ...]) -> Result[Any]:
+    checked = log.check({"allowed_tools": d["allowed_tools"]}, "hook_skill_scope_v1",
+                        where="SkillStart transform", actor="hook")
+    if isinstance(checked, Err):
+        return checked
+    wider = sorted(set(d["allowed_tools"]) - set(allowed))
+    if wider:
+        return log.fail(DomainError("gate", ErrorCode.TOOL_NOT_ALLOWED,
+                                    f"SkillStart may narrow the tool scope, not widen it: {wider}"),
+                        layer="L6", actor="hook")
+    return Ok(d)

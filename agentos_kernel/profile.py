@@ -1,0 +1,117 @@
+"""RuntimeProfile and agentos.yaml (I-2: swapping a provider is a profile change only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ContractError, Problem
+from .frontmatter import field_of
+from .schemas import SchemaRegistry
+
+CONFIG_NAME = "agentos.yaml"
+
+
+@dataclass(frozen=True)
+class RuntimeProfile:
+    """Which provider and model run the roles, and the loop's bounds."""
+
+    name: str
+    """Profile key in agentos.yaml."""
+    provider: str
+    """Provider registry key: scripted, anthropic, openai, gemini, openai_compat."""
+    model: str
+    """Model name passed to the provider."""
+    deterministic: bool = False
+    """Logical clock and counter ids: byte-identical logs for the same request."""
+    max_retries: int = 2
+    """Provider retries inside the adapter before PROVIDER_ERROR."""
+    timeout_s: float = 60.0
+    """Per-call provider timeout."""
+    max_rework: int = 2
+    """REVIEW fail -> REWORK at most this many times, then human escalation."""
+    max_iterations: int = 3
+    """Plan-work-review passes a Stop hook that allows continuation may run."""
+    max_tool_turns: int = 8
+    """Tool-using model turns per worker call."""
+    compact_after: int = 40
+    """Messages in a worker conversation before PreCompact fires."""
+    temperature: float | None = None
+    """Sampling temperature, if set."""
+    max_tokens: int | None = None
+    """Output budget per call, if set."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key (never the key itself)."""
+    base_url: str | None = None
+    """Endpoint for OpenAI-compatible servers."""
+    prices: dict[str, float] = field(default_factory=dict)
+    """input_per_mtok / output_per_mtok in USD."""
+    agents: dict[str, str] = field(default_factory=dict)
+    """Role -> agent file (agents/<name>.md) when it differs from the role name."""
+
+    def agent_for(self, role: str) -> str:
+        return self.agents.get(role, role)
+
+
+@dataclass(frozen=True)
+class WorkspaceConfig:
+    """agentos.yaml, checked against workspace_config_v1."""
+
+    file: str
+    """Where it was read from (for messages)."""
+    default_profile: str
+    """Profile used when none is named."""
+    profiles: dict[str, RuntimeProfile]
+    """Profiles by name."""
+    hooks: tuple[dict[str, Any], ...] = ()
+    """Hook entries: event, handler|command, priority, timeout_s, id."""
+    skill_roots: tuple[str, ...] = ("skills",)
+    """Directories scanned for */SKILL.md, relative to the workspace."""
+
+    def profile(self, name: str | None = None) -> RuntimeProfile:
+        """A profile by name; KeyError names the bad key and the known ones."""
+        key = name or self.default_profile
+        try:
+            return self.profiles[key]
+        except KeyError:
+            raise KeyError(f"unknown profile {key!r} in {self.file}; known: "
+                           f"{', '.join(sorted(self.profiles))}") from None
+
+
+def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -> WorkspaceConfig:
+    """Read and check agentos.yaml; raise ContractError naming file and field."""
+    shown = shown or str(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ContractError([Problem(shown, "-", f"cannot read: {exc.strerror}")]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "-"
+        raise ContractError([Problem(shown, where, f"not valid YAML: "
+                                     f"{getattr(exc, 'problem', None) or exc}")]) from None
+    found = schemas.violations(doc, "workspace_config_v1")
+    if found:
+        raise ContractError([Problem(shown, field_of(v.path, v.message), v.message)
+                             for v in found])
+    profiles = {
+        name: RuntimeProfile(name=name, **{k.replace("-", "_"): v for k, v in body.items()})
+        for name, body in doc["profiles"].items()
+    }
+    problems = []
+    if doc["default_profile"] not in profiles:
+        problems.append(Problem(shown, "default_profile",
+                                f"{doc['default_profile']!r} is not one of the profiles "
+                                f"({', '.join(sorted(profiles))})"))
+    for p in profiles.values():
+        if p.agent_for("reviewer") == p.agent_for("worker"):
+            problems.append(Problem(shown, f"profiles.{p.name}.agents",
+                                    "the reviewer would review its own work: give reviewer and "
+                                    "worker different agents (SELF_REVIEW)"))
+    if problems:
+        raise ContractError(problems)
+    return WorkspaceConfig(shown, doc["default_profile"], profiles, tuple(doc.get("hooks") or ()),
+                           tuple(doc.get("skill_roots") or ("skills",)))

@@ -1,0 +1,159 @@
+"""The Provider protocol and the v1 request/response values (completion_*_v1).
+
+An adapter translates to and from its SDK, retries transient faults inside itself
+(`complete_with_retries`), and returns `Err(PROVIDER_ERROR)` when retries run out. SDK
+objects never leave the adapter. `redact` runs on anything about to be logged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import DomainError, Err, ErrorCode, Ok, Result
+from ..tools import ToolCall
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage and cost of one completion."""
+
+    input_tokens: int
+    """Tokens sent."""
+    output_tokens: int
+    """Tokens received."""
+    cost_usd: float = 0.0
+    """Price of the call from the profile's price table."""
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """The spec's CompletionRequest (completion_request_v1)."""
+
+    messages: tuple[dict[str, str], ...]
+    """Conversation: dicts with `role` and `content` strings."""
+    model: str
+    """Model name from the RuntimeProfile."""
+    tools: tuple[dict[str, Any], ...] | None = None
+    """Tool specs the model may call: name, description, input_schema."""
+    max_tokens: int | None = None
+    """Output budget."""
+    temperature: float | None = None
+    """Sampling temperature."""
+    schema_version: str = "v1"
+    """Contract version."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"messages": [dict(m) for m in self.messages], "model": self.model}
+        if self.tools is not None:
+            d["tools"] = [dict(t) for t in self.tools]
+        if self.max_tokens is not None:
+            d["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            d["temperature"] = self.temperature
+        d["schema_version"] = self.schema_version
+        return d
+
+
+@dataclass(frozen=True)
+class CompletionResponse:
+    """The spec's CompletionResponse (completion_response_v1)."""
+
+    text: str
+    """The model's text (role outputs are JSON in here)."""
+    tool_calls: tuple[ToolCall, ...]
+    """Tools the model asks to call."""
+    finish_reason: str
+    """stop | tool_use | max_tokens | safety."""
+    usage: Usage
+    """Tokens and cost."""
+    model: str
+    """Model that answered."""
+    schema_version: str = "v1"
+    """Contract version."""
+    attempts: int = field(default=1, compare=False)
+    """How many tries the adapter needed (not part of the v1 contract; logged beside it)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tool_calls": [{"id": c.id, "name": c.name, "args": c.args} for c in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "usage": {"input_tokens": self.usage.input_tokens,
+                      "output_tokens": self.usage.output_tokens,
+                      "cost_usd": self.usage.cost_usd},
+            "model": self.model,
+            "schema_version": self.schema_version,
+        }
+
+
+class Provider(Protocol):
+    """A model backend. Every implementation passes tests/contract/test_provider.py."""
+
+    name: str
+    """Registry key used in profiles (`scripted`, `anthropic`, ...)."""
+
+    def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
+        """One completion, retried inside the adapter; `Err(PROVIDER_ERROR)` when it gives up."""
+
+
+class ProviderFault(Exception):
+    """Raised inside an adapter for one failed attempt; `retryable` says if another may work."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def complete_with_retries(
+    attempt: Callable[[CompletionRequest], CompletionResponse],
+    request: CompletionRequest,
+    *,
+    max_retries: int,
+    backoff_s: float = 0.5,
+    sleep: Callable[[float], None] = lambda s: None,
+) -> Result[CompletionResponse]:
+    """Run `attempt` up to 1 + max_retries times on retryable faults (TimeoutError counts),
+    with exponential backoff; the adapter boundary for L2's retry rule."""
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            resp = attempt(request)
+        except (ProviderFault, TimeoutError) as exc:
+            retryable = getattr(exc, "retryable", True)
+            if retryable and tries <= max_retries:
+                sleep(backoff_s * (2 ** (tries - 1)))
+                continue
+            why = "timed out" if isinstance(exc, TimeoutError) else str(exc)
+            return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
+                                   f"gave up after {tries} attempt(s): {why}", retryable=retryable))
+        return Ok(CompletionResponse(resp.text, resp.tool_calls, resp.finish_reason, resp.usage,
+                                     resp.model, resp.schema_version, attempts=tries))
+
+
+_SECRETS = (
+    (re.compile(r"\b\d{16}\b"), "[REDACTED-CC]"),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "[REDACTED-KEY]"),
+    (re.compile(r"\b(AKIA|ASIA)[A-Z0-9]{16}\b"), "[REDACTED-KEY]"),
+    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{16,}"), r"\1 [REDACTED-TOKEN]"),
+)
+
+
+def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
+    """A copy of `value` with card numbers, API keys, bearer tokens and the given secret
+    strings replaced; applied to every request and response before it is logged."""
+    if isinstance(value, str):
+        for pattern, repl in _SECRETS:
+            value = pattern.sub(repl, value)
+        for s in secrets:
+            if s:
+                value = value.replace(s, "[REDACTED-SECRET]")
+        return value
+    if isinstance(value, dict):
+        return {k: redact(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v, secrets) for v in value]
+    return value

@@ -1,0 +1,151 @@
+"""The one writer of a session's log: every payload is checked against the schema of its
+event type before it is appended (spec: "event payload는 event type에 맞는 schema로 routing").
+
+Schema violations and domain errors found at any boundary are logged here *before* the
+`Err` is returned to the caller, so nothing fails silently (I-3, audit completeness).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .clock import Clock, Ids
+from .errors import DomainError, Err, InvariantViolation, Ok, Result
+from .events import Event, EventStore, chain_of
+from .schemas import SchemaRegistry, Violation
+
+# Event type -> schema id of its payload. Role handoffs use the role schemas directly.
+EVENT_SCHEMAS: dict[str, str] = {
+    "session.start": "event_session_start_v1",
+    "session.close": "event_session_close_v1",
+    "hook.fired": "event_hook_fired_v1",
+    "skill.invoke": "event_skill_invoke_v1",
+    "skill.complete": "event_skill_complete_v1",
+    "skill.skipped": "event_skill_skipped_v1",
+    "agent.transition": "event_agent_transition_v1",
+    "llm.request": "event_llm_request_v1",
+    "llm.response": "event_llm_response_v1",
+    "llm.error": "event_llm_error_v1",
+    "tool.invoke": "event_tool_invoke_v1",
+    "tool.result": "event_tool_result_v1",
+    "schema.violation": "event_schema_violation_v1",
+    "domain.error": "event_domain_error_v1",
+    "human.escalation": "event_human_escalation_v1",
+    "context.compacted": "event_context_compacted_v1",
+    "event.amended": "event_amended_v1",
+    "lead.directive": "lead_directive_v1",
+    "plan.created": "plan_v1",
+    "worker.report": "worker_report_v1",
+    "review.result": "review_result_v1",
+    "advisor.opinion": "advisor_opinion_v1",
+    "scaffold.plan": "scaffold_plan_v1",
+    "role.output": "event_role_output_v1",
+}
+
+# Which spec layer each event type belongs to (for traces, timelines and the stepper).
+LAYERS: dict[str, str] = {
+    "session": "L4", "event": "L4", "hook": "L6", "skill": "L5", "agent": "L3",
+    "lead": "L3", "plan": "L3", "worker": "L3", "review": "L3", "advisor": "L3",
+    "scaffold": "L3", "human": "L3", "role": "L3", "context": "L2", "llm": "L2", "tool": "L1",
+    "schema": "L7", "workflow": "L8",
+}
+
+
+def layer_of(event: Event) -> str:
+    """The spec layer of an event (a domain.error names its own layer)."""
+    if event.type == "domain.error" and isinstance(event.payload, dict):
+        return str(event.payload.get("layer", "L4"))
+    return LAYERS.get(event.type.split(".", 1)[0], "L4")
+
+
+class SessionLog:
+    """Appends checked, numbered, chained events to one session's log."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        schemas: SchemaRegistry,
+        clock: Clock,
+        ids: Ids,
+        session_id: str,
+        *,
+        seq: int = 0,
+        chain: str | None = None,
+    ) -> None:
+        self.store = store
+        self.schemas = schemas
+        self.clock = clock
+        self.ids = ids
+        self.session_id = session_id
+        self.seq = seq
+        self._chain = chain
+
+    @classmethod
+    def resume(cls, store: EventStore, schemas: SchemaRegistry, clock: Clock, ids: Ids,
+               session_id: str) -> SessionLog:
+        """Continue an existing log (for `event.amended`), after its last event."""
+        last = store.tail(session_id)
+        if last is None:
+            raise KeyError(f"no session {session_id!r}")
+        return cls(store, schemas, clock, ids, session_id, seq=last.seq or 0, chain=last.chain)
+
+    def append(self, type: str, actor: str, payload: Any, parent_id: str | None = None) -> Event:
+        """Check `payload` against its type's schema, then append. A bad payload here is a
+        runtime bug (every caller builds payloads itself), so it raises."""
+        schema_id = EVENT_SCHEMAS.get(type)
+        if schema_id is None:
+            raise InvariantViolation(f"event type {type!r} has no payload schema in EVENT_SCHEMAS")
+        found = self.schemas.violations(payload, schema_id)
+        if found:
+            raise InvariantViolation(
+                f"{type} payload violates {schema_id}: {found[0].path}: {found[0].message}"
+            )
+        self.seq += 1
+        event = Event(
+            id=self.ids.event_id(self.session_id, self.seq),
+            session_id=self.session_id,
+            ts=self.clock.now(),
+            type=type,
+            actor=actor,
+            payload=payload,
+            parent_id=parent_id,
+            seq=self.seq,
+        )
+        event = replace(event, chain=chain_of(self._chain, event))
+        self._chain = event.chain
+        self.store.append(event)
+        return event
+
+    def check(self, payload: Any, schema_id: str, *, where: str, actor: str,
+              parent_id: str | None = None) -> Result[Any]:
+        """Validate at a boundary; a violation is logged as `schema.violation` first."""
+        result = self.schemas.validate(payload, schema_id)
+        if isinstance(result, Err):
+            found = (
+                self.schemas.violations(payload, schema_id) if schema_id in self.schemas
+                else [Violation("/", result.error.message)]
+            )
+            self.append("schema.violation", actor, {
+                "schema_id": schema_id,
+                "where": where,
+                "violations": [{"path": v.path, "message": v.message} for v in found[:20]],
+            }, parent_id)
+            return Err(replace(result.error, session_id=self.session_id))
+        return Ok(payload)
+
+    def fail(self, error: DomainError, *, layer: str, actor: str,
+             parent_id: str | None = None) -> Err:
+        """Log a domain failure as `domain.error` and return it as an `Err`."""
+        self.append("domain.error", actor, {
+            "code": error.code,
+            "kind": error.kind,
+            "message": error.message,
+            "layer": layer,
+            "retryable": error.retryable,
+        }, parent_id)
+        return Err(replace(error, session_id=self.session_id))
+
+    def close(self) -> None:
+        """Release the store's handle on this session."""
+        self.store.close(self.session_id)

@@ -1,0 +1,182 @@
+"""L4 replay: a pure fold of a session's events into a Snapshot (I-1).
+
+Nothing is re-executed and nothing is written: no provider, tool or hook is touched.
+The fold streams, so memory stays flat in the log's length. `at=N` gives the state
+after the first N events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .events import Event
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Tokens and money spent by the session's model calls."""
+
+    input_tokens: int = 0
+    """Tokens sent to models."""
+    output_tokens: int = 0
+    """Tokens received."""
+    cost_usd: float = 0.0
+    """Sum of the calls' cost_usd."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The state of a session, recomputed from its log (snapshot_v1)."""
+
+    session_id: str | None = None
+    """Session id, from the first event."""
+    events: int = 0
+    """How many events were folded."""
+    last_event_id: str | None = None
+    """Id of the last event folded."""
+    closed: bool = False
+    """A session.close was seen."""
+    ok: bool | None = None
+    """The close's verdict (None while open)."""
+    output: str | None = None
+    """The latest worker output (amendments applied)."""
+    close_reason: str | None = None
+    """Why the session closed, when it says."""
+    state: str | None = None
+    """Current Plan-Work-Review state (INTAKE ... DONE, FAILED, ESCALATED)."""
+    roles: dict[str, str] = field(default_factory=dict)
+    """Role -> the last state that role moved the session to."""
+    skill: str | None = None
+    """Selected skill."""
+    cost: Cost = field(default_factory=Cost)
+    """Usage and cost."""
+    llm_calls: int = 0
+    """llm.response events seen."""
+    tools_invoked: tuple[dict[str, Any], ...] = ()
+    """Each tool.invoke: id, name, args."""
+    hook_decisions: tuple[dict[str, Any], ...] = ()
+    """Each hook.fired: hook, handler, decision, reason."""
+    schema_violations: tuple[dict[str, Any], ...] = ()
+    """Each schema.violation: schema_id, where, first path and message."""
+    errors: tuple[dict[str, Any], ...] = ()
+    """Each domain.error: code, layer, message."""
+    rework_count: int = 0
+    """Transitions into REWORK."""
+    escalated: bool = False
+    """A human.escalation was recorded."""
+    amendments: int = 0
+    """event.amended corrections applied."""
+    workflow: dict[str, Any] | None = None
+    """L8: cycle_id, phase, verdict, visited phases (None when no cycle ran)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The snapshot_v1 JSON object."""
+        d = asdict(self)
+        d["tools_invoked"] = list(d["tools_invoked"])
+        d["hook_decisions"] = list(d["hook_decisions"])
+        d["schema_violations"] = list(d["schema_violations"])
+        d["errors"] = list(d["errors"])
+        d["schema_version"] = "v1"
+        return d
+
+
+class _Fold:
+    def __init__(self) -> None:
+        self.d: dict[str, Any] = asdict(Snapshot())
+        self.d["cost"] = dict(self.d["cost"])
+        for k in ("tools_invoked", "hook_decisions", "schema_violations", "errors"):
+            self.d[k] = []
+        self.outputs: dict[str, str] = {}  # worker.report id -> output, for amendments
+
+    def step(self, ev: Event) -> None:
+        d, p = self.d, ev.payload if isinstance(ev.payload, dict) else {}
+        d["events"] += 1
+        d["last_event_id"] = ev.id
+        d["session_id"] = d["session_id"] or ev.session_id
+        t = ev.type
+        if t == "llm.response":
+            usage = p.get("usage", {})
+            d["cost"]["input_tokens"] += int(usage.get("input_tokens", 0))
+            d["cost"]["output_tokens"] += int(usage.get("output_tokens", 0))
+            d["cost"]["cost_usd"] = round(d["cost"]["cost_usd"] + float(usage.get("cost_usd", 0)), 8)
+            d["llm_calls"] += 1
+        elif t == "tool.invoke":
+            d["tools_invoked"].append({"id": p.get("id"), "name": p.get("name"), "args": p.get("args")})
+        elif t == "agent.transition":
+            d["state"] = p.get("to")
+            d["roles"][ev.actor] = p.get("to")
+            if p.get("to") == "REWORK":
+                d["rework_count"] += 1
+        elif t == "worker.report":
+            d["output"] = p.get("output")
+            self.outputs[ev.id] = p.get("output")
+        elif t == "hook.fired":
+            d["hook_decisions"].append({"hook": p.get("hook"), "handler": p.get("handler"),
+                                        "decision": p.get("decision"), "reason": p.get("reason")})
+        elif t == "schema.violation":
+            first = (p.get("violations") or [{}])[0]
+            d["schema_violations"].append({"schema_id": p.get("schema_id"), "where": p.get("where"),
+                                           "path": first.get("path"), "message": first.get("message")})
+        elif t == "domain.error":
+            d["errors"].append({"code": p.get("code"), "layer": p.get("layer"),
+                                "message": p.get("message")})
+        elif t == "skill.invoke":
+            d["skill"] = p.get("skill")
+        elif t == "human.escalation":
+            d["escalated"] = True
+        elif t == "event.amended":
+            d["amendments"] += 1
+            if p.get("target_id") in self.outputs and p.get("field") == "output":
+                self.outputs[p["target_id"]] = p.get("value")
+                if p["target_id"] == next(reversed(self.outputs)):
+                    d["output"] = p.get("value")
+        elif t == "session.close":
+            d["closed"] = True
+            d["ok"] = bool(p.get("ok"))
+            d["close_reason"] = p.get("reason")
+        elif t.startswith("workflow."):
+            self._workflow(t, p)
+
+    def _workflow(self, t: str, p: dict[str, Any]) -> None:
+        w = self.d["workflow"]
+        if t == "workflow.started" or w is None:
+            w = self.d["workflow"] = {"cycle_id": p.get("cycle_id"), "phase": None,
+                                      "verdict": None, "visited": [], "policy_decisions": 0}
+        if t == "workflow.phase_advanced":
+            w["phase"] = p.get("to_phase")
+            if p.get("from_phase") and not w["visited"]:
+                w["visited"].append(p["from_phase"])
+            w["visited"].append(p.get("to_phase"))
+        elif t == "workflow.policy_gated":
+            w["policy_decisions"] += 1
+        elif t == "workflow.completed":
+            w["verdict"] = p.get("verdict")
+        elif t == "workflow.aborted":
+            w["verdict"] = "abort"
+
+    def snapshot(self) -> Snapshot:
+        d = dict(self.d)
+        d["cost"] = Cost(**d["cost"])
+        for k in ("tools_invoked", "hook_decisions", "schema_violations", "errors"):
+            d[k] = tuple(d[k])
+        return Snapshot(**d)
+
+
+def replay(events: Iterable[Event], at: int | None = None) -> Snapshot:
+    """Fold events into a Snapshot; with `at`, stop after the first `at` events."""
+    fold = _Fold()
+    for i, ev in enumerate(events):
+        if at is not None and i >= at:
+            break
+        fold.step(ev)
+    return fold.snapshot()
+
+
+def replay_steps(events: Iterable[Event]) -> Iterable[tuple[Event, Snapshot]]:
+    """Each event with the snapshot right after it (for steppers and scrubbers)."""
+    fold = _Fold()
+    for ev in events:
+        fold.step(ev)
+        yield ev, fold.snapshot()

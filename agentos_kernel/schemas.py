@@ -1,0 +1,154 @@
+"""L7 Schema-versioned IPC Registry: every boundary payload is checked against a schema id.
+
+Each schema file is loaded once and its validator compiled once, on first use, with
+`jsonschema-rs` (full draft 2020-12). Schemas refer to each other by `$id` (`"$ref":
+"write_claim_v1"`), resolved through one shared registry. A missing id is an error
+(`SCHEMA_NOT_FOUND`), never a pass.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+
+from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way a payload fails its schema."""
+
+    path: str
+    """JSON pointer into the payload (`/steps/0/id`), `/` for the whole payload."""
+    message: str
+    """What the validator reports."""
+
+
+def _pointer(parts: Iterable[Any]) -> str:
+    return "/" + "/".join(str(p) for p in parts)
+
+
+class SchemaRegistry:
+    """Loads every `*.json` under the schema roots, keyed by `$id` (which must be the file stem)."""
+
+    def __init__(self, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> None:
+        self._schemas = schemas
+        self._files = files
+        self._registry = jsonschema_rs.Registry(list(schemas.items()))
+        self._validators: dict[str, Any] = {}
+
+    @classmethod
+    def load(cls, *roots: Path) -> SchemaRegistry:
+        """Load and meta-check every schema file; raise `ContractError` naming each bad file."""
+        schemas: dict[str, dict[str, Any]] = {}
+        files: dict[str, Path] = {}
+        problems: list[Problem] = []
+        for root in roots:
+            for path in sorted(Path(root).rglob("*.json")):
+                problem = _load_one(path, schemas, files)
+                if problem:
+                    problems.append(problem)
+        if problems:
+            raise ContractError(problems)
+        return cls(schemas, files)
+
+    def ids(self) -> list[str]:
+        """Every loaded schema id, sorted."""
+        return sorted(self._schemas)
+
+    def __contains__(self, schema_id: object) -> bool:
+        return schema_id in self._schemas
+
+    def schema(self, schema_id: str) -> dict[str, Any]:
+        """The raw schema document; KeyError names the id."""
+        try:
+            return self._schemas[schema_id]
+        except KeyError:
+            raise KeyError(f"unknown schema id {schema_id!r}") from None
+
+    def file(self, schema_id: str) -> Path:
+        """The file a schema was loaded from."""
+        return self._files[schema_id]
+
+    def _validator(self, schema_id: str) -> Any:
+        v = self._validators.get(schema_id)
+        if v is None:
+            v = jsonschema_rs.Draft202012Validator(
+                self._schemas[schema_id], registry=self._registry
+            )
+            self._validators[schema_id] = v
+        return v
+
+    def violations(self, payload: Any, schema_id: str) -> list[Violation]:
+        """Every violation of `schema_id` by `payload` (empty when valid). KeyError if unknown."""
+        if schema_id not in self._schemas:
+            raise KeyError(f"unknown schema id {schema_id!r}")
+        v = self._validator(schema_id)
+        if v.is_valid(payload):
+            return []
+        found = [Violation(_pointer(e.instance_path), e.message) for e in v.iter_errors(payload)]
+        return sorted(found, key=lambda x: (x.path, x.message))
+
+    def validate(self, payload: Any, schema_id: str) -> Result[Any]:
+        """`Ok(payload)` when valid; `Err(SCHEMA_INVALID | SCHEMA_NOT_FOUND)` otherwise."""
+        if schema_id not in self._schemas:
+            return Err(
+                DomainError(
+                    "schema",
+                    ErrorCode.SCHEMA_NOT_FOUND,
+                    f"no schema with id {schema_id!r} is loaded; add schemas/{schema_id}.json",
+                )
+            )
+        found = self.violations(payload, schema_id)
+        if not found:
+            return Ok(payload)
+        first = found[0]
+        return Err(
+            DomainError(
+                "schema",
+                ErrorCode.SCHEMA_INVALID,
+                f"{schema_id}: {first.path}: {first.message}",
+            )
+        )
+
+    def resolved(self, schema_id: str) -> dict[str, Any]:
+        """The schema with every `$ref` to another loaded id inlined (for tool specs sent to
+        a model, which cannot follow references)."""
+
+        def inline(node: Any) -> Any:
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if isinstance(ref, str) and ref in self._schemas:
+                    return inline({k: v for k, v in self._schemas[ref].items() if k != "$id"})
+                return {k: inline(v) for k, v in node.items() if k not in ("$schema", "$id")}
+            if isinstance(node, list):
+                return [inline(x) for x in node]
+            return node
+
+        return inline(self.schema(schema_id))
+
+
+def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> Problem | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return Problem(str(path), "-", f"not valid JSON: {exc}")
+    if not isinstance(doc, dict):
+        return Problem(str(path), "-", "a schema must be a JSON object")
+    sid = doc.get("$id")
+    if sid != path.stem:
+        return Problem(str(path), "$id", f"is {sid!r}; it must equal the file name {path.stem!r}")
+    if sid in schemas:
+        return Problem(str(path), "$id", f"{sid!r} is already defined in {files[sid]}")
+    try:
+        jsonschema_rs.meta.validate(doc)
+    except jsonschema_rs.ValidationError as exc:
+        return Problem(str(path), "-", f"not a valid draft 2020-12 schema: {str(exc).splitlines()[0]}")
+    schemas[sid] = doc
+    files[sid] = path
+    return None

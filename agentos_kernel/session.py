@@ -1,0 +1,83 @@
+"""Per-request state shared by the layers while one request runs (not persisted: the
+log is the state; this only holds handles and counters)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .hooks import HookBus
+from .profile import RuntimeProfile
+from .providers.base import Provider
+from .recorder import SessionLog
+from .roles import AgentDef
+from .schemas import SchemaRegistry
+from .skills import Skill
+from .tools import ToolContext, ToolRegistry
+
+
+@dataclass
+class Session:
+    """Handles one request's layers use: its log, provider, tools, hooks and skill scope."""
+
+    log: SessionLog
+    profile: RuntimeProfile
+    provider: Provider
+    tools: ToolRegistry
+    hooks: HookBus
+    schemas: SchemaRegistry
+    agents: dict[str, AgentDef]
+    tool_context: ToolContext
+    secrets: tuple[str, ...] = ()
+    skill: Skill | None = None
+    allowed_tools: frozenset[str] = frozenset()
+    calls: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def session_id(self) -> str:
+        return self.log.session_id
+
+    def agent(self, role: str) -> AgentDef:
+        """The agent playing `role` under the profile; KeyError names the bad key."""
+        name = self.profile.agent_for(role)
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise KeyError(f"no agent {name!r} for role {role!r}; agents: "
+                           f"{', '.join(sorted(self.agents))}") from None
+
+    def skill_info(self) -> dict[str, Any]:
+        """What roles are told about the selected skill."""
+        if self.skill is None:
+            return {"name": None, "allowed_tools": [], "procedure": ""}
+        return {"name": self.skill.name, "allowed_tools": sorted(self.allowed_tools,
+                                                                 key=self.skill.allowed_tools.index),
+                "procedure": self.skill.body}
+
+    def tool_specs(self) -> tuple[dict[str, Any], ...]:
+        """Specs of the tools in scope that exist, for the model (refs resolved)."""
+        specs = []
+        for name in self.skill_info()["allowed_tools"]:
+            tool = self.tools.find(name)
+            if tool is not None:
+                specs.append({"name": name, "description": tool.description,
+                              "input_schema": self.schemas.resolved(tool.schema_in)})
+        return tuple(specs)
+
+    def maybe_compact(self, role: str, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        """Past the profile's compact_after, ask PreCompact; on allow keep the system prompt,
+        the task and the newest half, and log what was dropped."""
+        limit = self.profile.compact_after
+        if len(messages) <= limit:
+            return messages
+        gate, _ = self.hooks.fire("PreCompact", {"role": role, "messages": len(messages)},
+                                  self.log)
+        if gate.decision == "deny":
+            return messages
+        keep = max(2, limit // 2)
+        kept = messages[:2] + messages[-keep:]
+        self.log.append("context.compacted", role, {"role": role,
+                                                    "dropped": len(messages) - len(kept),
+                                                    "kept": len(kept)})
+        return kept
