@@ -1,0 +1,226 @@
+"""`agentos`: the command line. Thin: parse, call the library, print.
+
+Exit codes: 0 ok; 1 the session closed not ok, or validate found problems;
+2 bad arguments, config or workspace; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from .errors import ContractError, Err
+from .events import LogError, check_session_id
+from .kernel import Runtime
+from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
+from .trace import trace_lines
+from .validate import validate_workspace
+from .workspace import CONTRACT_DIRS, reference_dir
+
+CANONICAL = "hello, greet Ada"
+EXIT_OK, EXIT_NOT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """A one-line problem with the command's input."""
+
+
+def _runtime(args: argparse.Namespace) -> Runtime:
+    faults = None
+    if getattr(args, "faults", None):
+        try:
+            faults = load_fault_plan(args.faults)
+        except FaultPlanError as exc:
+            raise UsageError(str(exc)) from None
+    return Runtime.from_workspace(args.workspace, profile=getattr(args, "profile", None),
+                                  faults=faults)
+
+
+def _print_run(rt: Runtime, session_id: str) -> None:
+    for line in trace_lines(rt.events(session_id)):
+        print(line)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return _run(_runtime(args), args.prompt, args.session, args.json)[0]
+
+
+def _run(rt: Runtime, prompt: str, session: str | None, as_json: bool) -> tuple[int, str]:
+    result = rt.handle_user_request(prompt, session_id=session)
+    sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
+    if sid is None:  # refused before a session existed (e.g. the id is taken)
+        raise UsageError(result.error.message)
+    if as_json:
+        print(json.dumps(rt.replay(sid).to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _print_run(rt, sid)
+        print()
+        print(f"session {sid}: log {rt.store.path(sid)}")
+        if isinstance(result, Err):
+            print(f"NOT ok: {result.error}")
+        else:
+            print(f"ok: {result.value.output}")
+    return (EXIT_NOT_OK if isinstance(result, Err) else EXIT_OK), sid
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    rt = _runtime(args)
+    print(f"agentos demo: {CANONICAL!r} with profile {rt.profile.name!r} "
+          f"(provider {rt.profile.provider}, model {rt.profile.model})\n")
+    code, sid = _run(rt, CANONICAL, None, False)
+    snap = rt.replay(sid)
+    print("\nreplay snapshot (recomputed from the log alone):")
+    print(json.dumps({k: v for k, v in snap.to_dict().items()
+                      if k in ("session_id", "closed", "ok", "output", "state", "skill", "cost",
+                               "llm_calls", "rework_count")}, indent=2))
+    print("\nnext:")
+    print(f"  agentos replay {sid} --at 10      # the state after event 10")
+    print(f"  agentos events {sid} --type hook.fired")
+    print("  agentos run 'hello, greet Ada' --faults malformed_worker   # a fail-closed path")
+    print(f"  fault presets: {', '.join(sorted(PRESETS))}")
+    return code
+
+
+def _session_arg(sid: str) -> str:
+    problem = check_session_id(sid)
+    if problem:
+        raise UsageError(problem)
+    return sid
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    rt = _runtime(args)
+    snap = rt.replay(_session_arg(args.session_id), args.at)
+    d = snap.to_dict()
+    if args.json:
+        print(json.dumps(d, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for key, value in d.items():
+        if key == "schema_version":
+            continue
+        if isinstance(value, list | dict) and value:
+            print(f"{key}:")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                print(f"  {k}: {json.dumps(v, ensure_ascii=False, sort_keys=True)}")
+        else:
+            print(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    return EXIT_OK
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    rt = _runtime(args)
+    events = rt.events(_session_arg(args.session_id))
+    if args.type:
+        events = [e for e in events if e.type == args.type or e.type.startswith(args.type + ".")]
+    if args.json:
+        for e in events:
+            print(json.dumps(e.to_dict(), ensure_ascii=False, sort_keys=True))
+    else:
+        for line in trace_lines(events):
+            print(line)
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    ws, problems = validate_workspace(Path(args.path) if args.path else args.workspace)
+    where = "bundled reference workspace" if ws.bundled else str(ws.root)
+    for p in problems:
+        print(str(p))
+    if problems:
+        print(f"{len(problems)} problem(s) in {where}", file=sys.stderr)
+        return EXIT_NOT_OK
+    print(f"ok: every contract in {where} is valid")
+    return EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    dest = Path(args.dir)
+    if (dest / "agentos.yaml").exists():
+        raise UsageError(f"{dest / 'agentos.yaml'} already exists; init will not overwrite a workspace")
+    ref = reference_dir()
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in CONTRACT_DIRS:
+        if (ref / name).is_dir():
+            shutil.copytree(ref / name, dest / name, dirs_exist_ok=False,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ref / "agentos.yaml", dest / "agentos.yaml")
+    copied = ", ".join(n for n in CONTRACT_DIRS if (dest / n).is_dir())
+    print(f"created workspace {dest}: agentos.yaml, {copied}")
+    print(f"next: cd {dest} && agentos validate && agentos demo")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentos",
+        description="agentos-kernel: run, replay and inspect agent requests on a reference "
+                    "Agent OS Runtime (offline on the scripted provider by default).")
+    parser.add_argument("--workspace", type=Path, default=None,
+                        help="workspace directory holding agentos.yaml (default: the nearest parent "
+                             "of the current directory that has one, else the bundled reference)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("demo", help="run the canonical request 'hello, greet Ada' and show its trace")
+    p.add_argument("--profile", help="profile from agentos.yaml (default: its default_profile)")
+    p.add_argument("--faults", metavar="PLAN", help="fault preset name(s), comma-separated, or a plan file")
+    p.set_defaults(fn=cmd_demo)
+
+    p = sub.add_parser("run", help="run one request end to end and print its event trace")
+    p.add_argument("prompt", help="the user request, e.g. 'hello, greet Ada'")
+    p.add_argument("--profile", help="profile from agentos.yaml (default: its default_profile)")
+    p.add_argument("--session", metavar="ID", help="session id to use (must be new)")
+    p.add_argument("--faults", metavar="PLAN",
+                   help=f"fault preset name(s), comma-separated ({', '.join(sorted(PRESETS))}), "
+                        "or a YAML/JSON plan file (schemas/fault_plan_v1.json)")
+    p.add_argument("--json", action="store_true", help="print the replay snapshot as JSON instead")
+    p.set_defaults(fn=cmd_run)
+
+    p = sub.add_parser("replay", help="recompute a session's snapshot from its log alone")
+    p.add_argument("session_id")
+    p.add_argument("--at", type=int, metavar="N", help="the state after the first N events")
+    p.add_argument("--json", action="store_true", help="print snapshot_v1 JSON")
+    p.set_defaults(fn=cmd_replay)
+
+    p = sub.add_parser("events", help="print a session's events")
+    p.add_argument("session_id")
+    p.add_argument("--type", metavar="T", help="only events of type T (or T.*), e.g. hook.fired, tool")
+    p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.set_defaults(fn=cmd_events)
+
+    p = sub.add_parser("validate", help="check every contract file of a workspace (file: field: problem)")
+    p.add_argument("path", nargs="?", help="workspace directory (default: as --workspace)")
+    p.set_defaults(fn=cmd_validate)
+
+    p = sub.add_parser("init", help="create a fresh workspace with the reference contracts")
+    p.add_argument("dir", help="directory to create (must not hold an agentos.yaml)")
+    p.set_defaults(fn=cmd_init)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "at", None) is not None and args.at < 0:
+        parser.error("--at must be 0 or more")
+    try:
+        return args.fn(args)
+    except (UsageError, ContractError, FaultPlanError, LogError) as exc:
+        print(f"agentos: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyError as exc:  # unknown session, profile, skill ... (the message names it)
+        print(f"agentos: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("agentos: interrupted; the session log was closed with reason 'interrupted'",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

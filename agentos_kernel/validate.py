@@ -1,0 +1,49 @@
+"""`agentos validate`: check every contract file of a workspace and report every problem
+as `file: field: what is wrong` (not just the first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import ContractError, Problem
+from .hooks import HOOK_EVENTS
+from .hooks.loader import resolve_callable
+from .profile import load_config
+from .roles import load_agents
+from .schemas import SchemaRegistry
+from .skills import discover
+from .workspace import Workspace, find_workspace
+
+
+def validate_workspace(path: Path | None = None) -> tuple[Workspace, list[Problem]]:
+    """Every problem in the workspace's schemas, config, agents, skills and hooks."""
+    ws = find_workspace(path)
+    problems: list[Problem] = []
+    try:
+        schemas = SchemaRegistry.load(ws.contract_dir("schemas"))
+    except ContractError as exc:
+        return ws, exc.problems  # nothing else can be checked without the schemas
+    try:
+        config = load_config(ws.config_file, schemas, ws.shown(ws.config_file))
+    except ContractError as exc:
+        problems += exc.problems
+        config = None
+    agents_dir = ws.contract_dir("agents")
+    try:
+        load_agents(agents_dir, schemas, ws.shown(agents_dir))
+    except ContractError as exc:
+        problems += exc.problems
+    roots = list(config.skill_roots) if config else ["skills"]
+    skills = discover([ws.contract_dir(r) if r == "skills" else ws.root / r for r in roots], schemas,
+                      base=None if ws.bundled else ws.root)
+    problems += skills.skipped
+    if config is not None:
+        for i, entry in enumerate(config.hooks):
+            if entry["event"] not in HOOK_EVENTS:
+                problems.append(Problem(config.file, f"hooks[{i}].event", "unknown hook event"))
+            if "handler" in entry:
+                try:
+                    resolve_callable(entry["handler"])
+                except ValueError as exc:
+                    problems.append(Problem(config.file, f"hooks[{i}].handler", str(exc)))
+    return ws, problems
