@@ -12,7 +12,7 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 def iso(dt: datetime) -> str:
     """ISO-8601 UTC with millisecond precision and a Z suffix."""
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Clock(Protocol):

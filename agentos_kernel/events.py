@@ -23,6 +23,7 @@ from .clock import iso
 LOG_NAME = ".events.jsonl"
 REQUIRED_FIELDS = ("id", "session_id", "ts", "type", "actor", "payload", "schema_version", "parent_id")
 OPTIONAL_FIELDS = ("seq", "chain")
+_FAST_KEYS = ({*REQUIRED_FIELDS}, {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -86,6 +87,9 @@ class Event:
     @classmethod
     def from_dict(cls, d: Any, where: str = "event") -> Event:
         """Read an event, naming `where` and the field in any error."""
+        if (isinstance(d, dict) and d.keys() in _FAST_KEYS and type(d["ts"]) is str
+                and type(d["type"]) is str and type(d["actor"]) is str):
+            return cls(**d)  # the common case, a well-formed line: skip the field-by-field checks
         if not isinstance(d, dict):
             raise LogError(f"{where}: -: an event must be a JSON object")
         missing = [f for f in REQUIRED_FIELDS if f not in d]

@@ -22,7 +22,7 @@ from .providers.faults import FaultPlan
 from .providers.scripted import ScriptedProvider
 from .pwr import run_pwr
 from .recorder import SessionLog
-from .replay import Snapshot, replay
+from .replay import Snapshot, replay_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
 from .session import Session
@@ -65,6 +65,7 @@ class Runtime:
             schemas, agents, skills, tools, hooks)
         self.faults = faults
         self.store = JsonlEventStore(workspace.sessions)
+        self._next_n: int | None = None
 
     @classmethod
     def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,
@@ -104,10 +105,11 @@ class Runtime:
     def new_session_id(self) -> str:
         if not self.profile.deterministic:
             return random_session_id()
-        n = len(self.store.sessions()) + 1
-        while self.store.exists(f"s{n:04d}"):
-            n += 1
-        return f"s{n:04d}"
+        if self._next_n is None:  # list the store once; then count (it only grows)
+            self._next_n = len(self.store.sessions()) + 1
+        while self.store.exists(f"s{self._next_n:04d}"):
+            self._next_n += 1
+        return f"s{self._next_n:04d}"
 
     def open_session(self, session_id: str | None = None) -> Session | Err:
         """A new session with its log (the id is checked and must be unused)."""
@@ -230,7 +232,9 @@ class Runtime:
 
     def replay(self, session_id: str, at: int | None = None) -> Snapshot:
         """The snapshot recomputed from the log alone."""
-        return replay(self.store.read(session_id), at)
+        if not self.store.exists(session_id):
+            raise KeyError(f"no session {session_id!r} in {self.workspace.sessions}")
+        return replay_path(self.store.path(session_id), at)
 
 
 def _narrowing(log: SessionLog, d: dict[str, Any], allowed: tuple[str, ...]) -> Result[Any]:

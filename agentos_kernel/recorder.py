@@ -8,11 +8,12 @@ Schema violations and domain errors found at any boundary are logged here *befor
 from __future__ import annotations
 
 from dataclasses import replace
+from hashlib import sha256
 from typing import Any
 
 from .clock import Clock, Ids
 from .errors import DomainError, Err, InvariantViolation, Ok, Result
-from .events import Event, EventStore, chain_of
+from .events import Event, EventStore, canonical
 from .schemas import SchemaRegistry, Violation
 
 # Event type -> schema id of its payload. Role handoffs use the role schemas directly.
@@ -102,18 +103,20 @@ class SessionLog:
                 f"{type} payload violates {schema_id}: {found[0].path}: {found[0].message}"
             )
         self.seq += 1
-        event = Event(
-            id=self.ids.event_id(self.session_id, self.seq),
-            session_id=self.session_id,
-            ts=self.clock.now(),
-            type=type,
-            actor=actor,
-            payload=payload,
-            parent_id=parent_id,
-            seq=self.seq,
-        )
-        event = replace(event, chain=chain_of(self._chain, event))
-        self._chain = event.chain
+        body = {
+            "id": self.ids.event_id(self.session_id, self.seq),
+            "session_id": self.session_id,
+            "ts": self.clock.now(),
+            "type": type,
+            "actor": actor,
+            "payload": payload,
+            "schema_version": "v1",
+            "parent_id": parent_id,
+            "seq": self.seq,
+        }
+        # Same bytes as events.chain_of(prev, event), without building the event twice.
+        self._chain = sha256((self._chain or "").encode() + canonical(body)).hexdigest()
+        event = Event(**body, chain=self._chain)
         self.store.append(event)
         return event
 

@@ -141,11 +141,15 @@ _SECRETS = (
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{16,}"), r"\1 [REDACTED-TOKEN]"),
 )
 
+_MAYBE_SECRET = re.compile(r"\d{16}|sk-|AKIA|ASIA|(?i:bearer)")
+
 
 def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
     """A copy of `value` with card numbers, API keys, bearer tokens and the given secret
     strings replaced; applied to every request and response before it is logged."""
     if isinstance(value, str):
+        if not secrets and not _MAYBE_SECRET.search(value):
+            return value  # most strings hold nothing to redact: one scan instead of four
         for pattern, repl in _SECRETS:
             value = pattern.sub(repl, value)
         for s in secrets:
