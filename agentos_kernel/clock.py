@@ -41,8 +41,14 @@ class SystemClock:
 class LogicalClock:
     """A fixed epoch plus 1 ms per reading, and zero durations: byte-identical logs."""
 
-    def __init__(self) -> None:
-        self._ticks = 0
+    def __init__(self, ticks: int = 0) -> None:
+        self._ticks = ticks
+
+    @classmethod
+    def after(cls, ts: str) -> LogicalClock:
+        """A clock whose next reading is 1 ms after `ts` (to continue an existing log)."""
+        t = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        return cls(int((t - EPOCH) / timedelta(milliseconds=1)) + 1)
 
     def now(self) -> str:
         t = EPOCH + timedelta(milliseconds=self._ticks)

@@ -230,6 +230,21 @@ class Runtime:
         """A session's events (KeyError names a session that has no log)."""
         return list(self.store.read(session_id))
 
+    def amend(self, session_id: str, target_id: str, field: str, value: Any, reason: str) -> Event:
+        """Correct an earlier event by appending `event.amended` (never an edit in place)."""
+        if not any(e.id == target_id for e in self.store.read(session_id)):
+            raise KeyError(f"no event {target_id!r} in session {session_id!r}")
+        det = self.profile.deterministic
+        last = self.store.tail(session_id)
+        clock = LogicalClock.after(last.ts) if det and last else SystemClock()
+        log = SessionLog.resume(self.store, self.schemas, clock,
+                                CounterIds() if det else RandomIds(), session_id)
+        try:
+            return log.append("event.amended", "user", {"target_id": target_id, "field": field,
+                                                        "value": value, "reason": reason}, target_id)
+        finally:
+            log.close()
+
     def replay(self, session_id: str, at: int | None = None) -> Snapshot:
         """The snapshot recomputed from the log alone."""
         if not self.store.exists(session_id):

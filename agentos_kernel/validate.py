@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .builtin_tools import BUILTIN_TOOLS
 from .errors import ContractError, Problem
 from .hooks import HOOK_EVENTS
 from .hooks.loader import resolve_callable
@@ -37,6 +38,14 @@ def validate_workspace(path: Path | None = None) -> tuple[Workspace, list[Proble
     skills = discover([ws.contract_dir(r) if r == "skills" else ws.root / r for r in roots], schemas,
                       base=None if ws.bundled else ws.root)
     problems += skills.skipped
+    known_tools = {t.name for t in BUILTIN_TOOLS}
+    for skill in skills.skills.values():
+        for tool in skill.allowed_tools:
+            if tool not in known_tools:
+                problems.append(Problem(skill.file, "allowed-tools",
+                                        f"tool {tool!r} is not registered (known: "
+                                        f"{', '.join(sorted(known_tools))}); a call to it would be "
+                                        "TOOL_NOT_FOUND"))
     if config is not None:
         for i, entry in enumerate(config.hooks):
             if entry["event"] not in HOOK_EVENTS:
