@@ -94,9 +94,11 @@ def call_role(session: Any, agent: AgentDef, payload: dict[str, Any], *,
             {"tool_calls": [{"id": c.id, "name": c.name, "args": c.args}
                             for c in response.value.tool_calls]}, sort_keys=True)})
         for call in response.value.tool_calls:
-            result = dispatch_tool(call, tools=session.tools, allowed_tools=allowed,
-                                   hooks=session.hooks, log=log, context=session.tool_context,
-                                   actor=agent.role)
+            shape = log.check({"id": call.id, "name": call.name, "args": call.args}, "tool_call_v1",
+                              where=f"{agent.role} tool call", actor=agent.role)
+            result = shape if isinstance(shape, Err) else dispatch_tool(
+                call, tools=session.tools, allowed_tools=allowed, hooks=session.hooks, log=log,
+                context=session.tool_context, actor=agent.role)
             body = ({"id": call.id, "name": call.name, "result": result.value}
                     if isinstance(result, Ok) else
                     {"id": call.id, "name": call.name,

@@ -90,24 +90,22 @@ def _run_with_timeout(fn: Callable[[Any], Any], arg: Any, timeout_s: float) -> t
     return "ok", box.get("value")
 
 
-def _as_decision(value: Any) -> HookDecision | str:
-    """Normalise a handler's return value; a string is the reason it is not a decision."""
+def _as_decision(value: Any, log: SessionLog) -> HookDecision | str:
+    """Check a handler's return value against hook_decision_v1 (I-5); a string is the
+    reason it is not a valid decision."""
     if isinstance(value, HookDecision):
-        d = value
+        doc = {k: v for k, v in (("decision", value.decision), ("reason", value.reason),
+                                 ("output", thaw(value.output))) if v is not None}
     elif isinstance(value, Mapping):
-        extra = set(value) - {"decision", "reason", "output"}
-        if extra:
-            return f"decision has unknown field {sorted(extra)[0]!r}"
-        d = HookDecision(value.get("decision", ""), value.get("reason"), thaw(value.get("output")))
+        doc = thaw(value)
     else:
         return f"handler returned {type(value).__name__}, not a HookDecision"
-    if d.decision not in ("allow", "deny", "transform"):
-        return f"decision must be allow, deny or transform, not {d.decision!r}"
-    if d.decision == "deny" and not d.reason:
-        return "a deny decision needs a reason"
-    if d.decision == "transform" and not isinstance(d.output, Mapping):
-        return "a transform decision needs an object output"
-    return d
+    found = log.schemas.violations(doc, "hook_decision_v1")
+    if found:
+        return f"hook_decision_v1: {found[0].path}: {found[0].message}"
+    if doc["decision"] == "deny" and not doc["reason"]:
+        return "a deny decision needs a non-empty reason"
+    return HookDecision(doc["decision"], doc.get("reason"), doc.get("output"))
 
 
 @dataclass
@@ -158,7 +156,7 @@ class HookBus:
                 d = HookDecision("deny", f"handler raised {type(value).__name__}: {value}")
                 cause = "exception"
             else:
-                got = _as_decision(value)
+                got = _as_decision(value, log)
                 if isinstance(got, str):
                     d, cause = HookDecision("deny", f"invalid decision: {got}"), "invalid"
                 else:
