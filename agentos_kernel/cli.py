@@ -45,7 +45,27 @@ def _print_run(rt: Runtime, session_id: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.cycle is not None:
+        return _run_cycle(_runtime(args), args)
+    if args.mode is not None:
+        raise UsageError("--mode applies to a cycle: add --cycle ID (e.g. --cycle code-review)")
     return _run(_runtime(args), args.prompt, args.session, args.json)[0]
+
+
+def _run_cycle(rt: Runtime, args: argparse.Namespace) -> int:
+    result = rt.run_cycle(args.cycle, args.prompt, session_id=args.session, mode=args.mode)
+    if isinstance(result, Err):  # refused before a session existed: unknown cycle or mode, id taken
+        raise UsageError(result.error.message)
+    c = result.value
+    if args.json:
+        print(json.dumps(rt.replay(c.session_id).to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _print_run(rt, c.session_id)
+        print()
+        print(f"session {c.session_id}: log {c.log_path}")
+        print(f"cycle {c.cycle_id}: {' -> '.join(c.visited) or '(not started)'}")
+        print(f"verdict {c.verdict}: {c.reason}")
+    return EXIT_OK if c.ok else EXIT_NOT_OK
 
 
 def _run(rt: Runtime, prompt: str, session: str | None, as_json: bool) -> tuple[int, str]:
@@ -176,6 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--faults", metavar="PLAN",
                    help=f"fault preset name(s), comma-separated ({', '.join(sorted(PRESETS))}), "
                         "or a YAML/JSON plan file (schemas/fault_plan_v1.json)")
+    p.add_argument("--cycle", metavar="ID",
+                   help="run an L8 cycle from workflows/cycles/ID.md instead (e.g. code-review, "
+                        "bugfix, ralph-loop); exit 0 only for verdict done")
+    p.add_argument("--mode", metavar="MODE",
+                   help="cycle mode: interactive, autofix, report-only or headless (default: the "
+                        "cycle's default_mode); it changes what is written, not what is decided")
     p.add_argument("--json", action="store_true", help="print the replay snapshot as JSON instead")
     p.set_defaults(fn=cmd_run)
 

@@ -17,7 +17,7 @@ from .events import Event, JsonlEventStore, check_session_id
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
 from .profile import RuntimeProfile, WorkspaceConfig, load_config
-from .providers.base import Provider, redact
+from .providers.base import Provider
 from .providers.faults import FaultPlan
 from .providers.scripted import ScriptedProvider
 from .pwr import run_pwr
@@ -28,6 +28,7 @@ from .schemas import SchemaRegistry
 from .session import Session
 from .skills import SkillRegistry, discover
 from .tools import ToolContext, ToolRegistry
+from .validate import missing_schemas
 from .workspace import Workspace, find_workspace
 
 ProviderFactory = Callable[[RuntimeProfile, FaultPlan | None], Provider]
@@ -73,6 +74,9 @@ class Runtime:
         """Load every contract of a workspace; ContractError names each bad file and field."""
         ws = find_workspace(Path(path) if path is not None else None, cwd)
         schemas = SchemaRegistry.load(ws.contract_dir("schemas"))
+        missing = missing_schemas(schemas, BUILTIN_TOOLS, ws.shown(ws.contract_dir("schemas")))
+        if missing:
+            raise ContractError(missing)
         config = load_config(ws.config_file, schemas, ws.shown(ws.config_file))
         try:
             prof = config.profile(profile)
@@ -116,14 +120,14 @@ class Runtime:
         sid = session_id or self.new_session_id()
         problem = check_session_id(sid)
         if problem:
-            return Err(DomainError("config", ErrorCode.UNKNOWN_ID, problem))
+            return Err(DomainError("config", ErrorCode.SESSION_ID_INVALID, problem))
         if self.store.exists(sid):
-            return Err(DomainError("config", ErrorCode.UNKNOWN_ID,
+            return Err(DomainError("config", ErrorCode.SESSION_EXISTS,
                                    f"session {sid!r} already exists; pick another --session id"))
         det = self.profile.deterministic
-        log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
-                         CounterIds() if det else RandomIds(), sid)
         key = os.environ.get(self.profile.api_key_env or "", "") if self.profile.api_key_env else ""
+        log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
+                         CounterIds() if det else RandomIds(), sid, secrets=(key,) if key else ())
         return Session(log=log, profile=self.profile,
                        provider=PROVIDERS[self.profile.provider](self.profile, self.faults),
                        tools=self.tools, hooks=self.hooks, schemas=self.schemas,
@@ -139,7 +143,7 @@ class Runtime:
             return session
         log = session.log
         log.append("session.start", "user", {
-            "prompt": redact(prompt, session.secrets),
+            "prompt": prompt,  # redacted by the log, like every payload
             "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
             "profile": self.profile.name, "provider": self.profile.provider,
             "model": self.profile.model, "deterministic": self.profile.deterministic})
@@ -224,6 +228,19 @@ class Runtime:
         out = result.value
         return Ok(RunResult(s.session_id, True, out.report["output"], out.report, out.review,
                             self.store.path(s.session_id)))
+
+    # L8 is imported on use, so `import agentos_kernel` never loads celpy.
+    @property
+    def workflows(self) -> Any:
+        """The workflows/ registry (L8), loaded once; ContractError names each bad file."""
+        from .workflows.registry import registry_of
+        return registry_of(self)
+
+    def run_cycle(self, cycle_id: str, prompt: str, *, session_id: str | None = None,
+                  mode: str | None = None) -> Result[Any]:
+        """Run an L8 cycle: Ok(CycleResult) for every verdict (workflows/engine.py)."""
+        from .workflows.engine import run_cycle
+        return run_cycle(self, cycle_id, prompt, session_id=session_id, mode=mode)
 
     # -- reading ----------------------------------------------------------------------
     def events(self, session_id: str) -> list[Event]:

@@ -14,6 +14,7 @@ from typing import Any
 from .clock import Clock, Ids
 from .errors import DomainError, Err, InvariantViolation, Ok, Result
 from .events import Event, EventStore, canonical
+from .redaction import redact
 from .schemas import SchemaRegistry, Violation
 
 # Event type -> schema id of its payload. Role handoffs use the role schemas directly.
@@ -42,6 +43,11 @@ EVENT_SCHEMAS: dict[str, str] = {
     "advisor.opinion": "advisor_opinion_v1",
     "scaffold.plan": "scaffold_plan_v1",
     "role.output": "event_role_output_v1",
+    "workflow.started": "event_workflow_started_v1",
+    "workflow.phase_advanced": "event_workflow_phase_advanced_v1",
+    "workflow.policy_gated": "event_workflow_policy_gated_v1",
+    "workflow.completed": "event_workflow_completed_v1",
+    "workflow.aborted": "event_workflow_aborted_v1",
 }
 
 # Which spec layer each event type belongs to (for traces, timelines and the stepper).
@@ -73,6 +79,7 @@ class SessionLog:
         *,
         seq: int = 0,
         chain: str | None = None,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.schemas = schemas
@@ -81,6 +88,7 @@ class SessionLog:
         self.session_id = session_id
         self.seq = seq
         self._chain = chain
+        self.secrets = secrets
 
     @classmethod
     def resume(cls, store: EventStore, schemas: SchemaRegistry, clock: Clock, ids: Ids,
@@ -92,11 +100,12 @@ class SessionLog:
         return cls(store, schemas, clock, ids, session_id, seq=last.seq or 0, chain=last.chain)
 
     def append(self, type: str, actor: str, payload: Any, parent_id: str | None = None) -> Event:
-        """Check `payload` against its type's schema, then append. A bad payload here is a
-        runtime bug (every caller builds payloads itself), so it raises."""
+        """Redact `payload`, check it against its type's schema, then append. A bad payload
+        here is a runtime bug (every caller builds payloads itself), so it raises."""
         schema_id = EVENT_SCHEMAS.get(type)
         if schema_id is None:
             raise InvariantViolation(f"event type {type!r} has no payload schema in EVENT_SCHEMAS")
+        payload = redact(payload, self.secrets)
         found = self.schemas.violations(payload, schema_id)
         if found:
             raise InvariantViolation(

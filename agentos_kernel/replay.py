@@ -8,6 +8,7 @@ after the first N events.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from copy import deepcopy
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,8 @@ class Snapshot:
     amendments: int = 0
     """event.amended corrections applied."""
     workflow: dict[str, Any] | None = None
-    """L8: cycle_id, phase, verdict, visited phases (None when no cycle ran)."""
+    """L8: cycle_id, mode, phase, verdict, reason, visited phases, policy_decisions (None when
+    no cycle ran)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The snapshot_v1 JSON object."""
@@ -147,8 +149,10 @@ class _Fold:
     def _workflow(self, t: str, p: dict[str, Any]) -> None:
         w = self.d["workflow"]
         if t == "workflow.started" or w is None:
-            w = self.d["workflow"] = {"cycle_id": p.get("cycle_id"), "phase": None,
-                                      "verdict": None, "visited": [], "policy_decisions": 0}
+            entry = p.get("entry_phase") if t == "workflow.started" else None
+            w = self.d["workflow"] = {"cycle_id": p.get("cycle_id"), "mode": p.get("mode"),
+                                      "phase": entry, "verdict": None, "reason": None,
+                                      "visited": [entry] if entry else [], "policy_decisions": 0}
         if t == "workflow.phase_advanced":
             w["phase"] = p.get("to_phase")
             if p.get("from_phase") and not w["visited"]:
@@ -156,16 +160,20 @@ class _Fold:
             w["visited"].append(p.get("to_phase"))
         elif t == "workflow.policy_gated":
             w["policy_decisions"] += 1
-        elif t == "workflow.completed":
-            w["verdict"] = p.get("verdict")
-        elif t == "workflow.aborted":
-            w["verdict"] = "abort"
+        elif t in ("workflow.completed", "workflow.aborted"):
+            w["verdict"] = p.get("verdict", "abort")
+            w["reason"] = p.get("reason")
 
     def snapshot(self) -> Snapshot:
         d = dict(self.d)
         d["cost"] = Cost(**d["cost"])
         for k in ("tools_invoked", "hook_decisions", "schema_violations", "errors"):
             d[k] = tuple(d[k])
+        # Copies of what the fold keeps mutating, so a snapshot never changes after the fact
+        # (replay_steps hands out one per event).
+        d["roles"] = dict(d["roles"])
+        if d["workflow"] is not None:
+            d["workflow"] = deepcopy(d["workflow"])
         return Snapshot(**d)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import frontmatter
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
-from .providers.base import CompletionRequest, CompletionResponse, redact
+from .providers.base import CompletionRequest, CompletionResponse
 from .tools import ToolCall, dispatch_tool
 
 ROLES = ("lead", "planner", "worker", "reviewer", "advisor", "scaffolder")
@@ -122,12 +122,12 @@ def _complete(session: Any, agent: AgentDef, request: CompletionRequest
     session.calls += 1
     call_id = f"c{session.calls}"
     sent = log.append("llm.request", agent.role,
-                      {**redact(req, session.secrets), "role": agent.role, "call_id": call_id})
+                      {**req, "role": agent.role, "call_id": call_id})
     got = session.provider.complete(request)
     if isinstance(got, Err):
         log.append("llm.error", agent.role, {"role": agent.role, "call_id": call_id,
                                              "code": got.error.code,
-                                             "message": redact(got.error.message, session.secrets)},
+                                             "message": got.error.message},
                    sent.id)
         return log.fail(got.error, layer="L2", actor=agent.role, parent_id=sent.id)
     resp = got.value.to_dict()
@@ -135,7 +135,7 @@ def _complete(session: Any, agent: AgentDef, request: CompletionRequest
                         actor=agent.role, parent_id=sent.id)
     if isinstance(checked, Err):
         return checked
-    log.append("llm.response", agent.role, {**redact(resp, session.secrets), "role": agent.role,
+    log.append("llm.response", agent.role, {**resp, "role": agent.role,
                                             "call_id": call_id, "attempts": got.value.attempts},
                sent.id)
     return got

@@ -53,6 +53,8 @@ class SchemaRegistry:
                 problem = _load_one(path, schemas, files)
                 if problem:
                     problems.append(problem)
+        if not problems:
+            problems = _dangling_refs(schemas, files)
         if problems:
             raise ContractError(problems)
         return cls(schemas, files)
@@ -152,3 +154,27 @@ def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, P
     schemas[sid] = doc
     files[sid] = path
     return None
+
+
+def _refs(node: Any) -> Iterable[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def _dangling_refs(schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> list[Problem]:
+    """A `$ref` to an id that is not loaded names its file (the validator library would
+    otherwise fail on it with a bare ValueError)."""
+    problems = []
+    for sid, doc in schemas.items():
+        for target in sorted({ref.partition("#")[0] for ref in _refs(doc)}):
+            if target and target not in schemas:
+                problems.append(Problem(str(files[sid]), "$ref", f"refers to {target!r}, which is not "
+                                        f"loaded; add schemas/{target}.json"))
+    return problems

@@ -68,6 +68,15 @@ def summary(ev: Event) -> str:
         return f"{p.get('code')}: {_short(p.get('message'), 70)}"
     if t == "human.escalation":
         return _short(p.get("reason"), 70)
+    if t == "workflow.started":
+        return f"{p.get('cycle_id')} mode={p.get('mode')} entry={p.get('entry_phase')}"
+    if t == "workflow.phase_advanced":
+        how = "advance" if p.get("advanced") else "rework"
+        return f"{p.get('from_phase')} -> {p.get('to_phase')} ({how}, generation {p.get('generation')})"
+    if t == "workflow.policy_gated":
+        return f"{p.get('policy_id')}: {_short(p.get('subject'), 40)} -> {p.get('decision')}"
+    if t in ("workflow.completed", "workflow.aborted"):
+        return f"{p.get('verdict', 'abort')}: {_short(p.get('reason'), 70)}"
     return _short(p, 70)
 
 

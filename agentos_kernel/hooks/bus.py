@@ -162,17 +162,20 @@ class HookBus:
                 else:
                     d = got
             if d.decision == "transform":
+                # The decision is recorded before the check, so a schema.violation the check
+                # logs follows the transform it rejects (log order = causal order).
+                self._record(log, event, h.id, d, ms, None, parent_id)
                 candidate = {**current, **thaw(d.output)}
                 checked: Result[Any] = (
                     validate(candidate) if validate is not None
                     else Err(_no_transform(event))
                 )
                 if isinstance(checked, Err):
-                    self._record(log, event, h.id, d, ms, None, parent_id)
                     d = HookDecision("deny", f"transform rejected: {checked.error.message}")
                     cause = "invalid"
                 else:
                     current, transformed = candidate, True
+                    continue
             self._record(log, event, h.id, d, ms, cause, parent_id)
             if d.decision == "deny":
                 return d, current

@@ -15,7 +15,7 @@ import yaml
 
 FAULT_KINDS = (
     "malformed_json", "schema_violation", "tool_call", "provider_error", "timeout",
-    "reviewer_fail", "stale_hash",
+    "reviewer_fail", "stale_hash", "finding", "output",
 )
 
 
@@ -26,13 +26,14 @@ class Fault:
     kind: str
     """One of FAULT_KINDS."""
     role: str | None = None
-    """Role whose call misbehaves (None: any role)."""
+    """Role (or L8 persona id) whose call misbehaves (None: any)."""
     times: int = 1
     """How many calls misbehave before it heals; -1 for every call."""
     tool: str | None = None
     """For tool_call: the tool the worker calls."""
     args: dict[str, Any] | None = None
-    """For tool_call: the arguments it passes."""
+    """tool_call: the arguments passed; finding: the added finding's fields; output: fields
+    that override the persona's output."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,21 @@ PRESETS: dict[str, dict[str, Any]] = {
     "hook_timeout": {"hooks": [_h("PreToolUse", "sleep_forever", timeout_s=0.2)]},
     "hook_error": {"hooks": [_h("PreToolUse", "raise_error")]},
     "prompt_denied": {"hooks": [_h("UserPromptSubmit", "deny_all")]},
+    # L8 cycles: `role` is the persona id (scripted_personas.py).
+    "p0_finding": {"faults": [{"kind": "finding", "role": "security-reviewer", "times": -1}]},
+    "p0_finding_once": {"faults": [{"kind": "finding", "role": "security-reviewer", "times": 1}]},
+    "p0_manual": {"faults": [{"kind": "finding", "role": "security-reviewer", "times": -1,
+                              "args": {"autofix_class": "manual",
+                                       "title": "credentials logged in clear text"}}]},
+    "malformed_persona": {"faults": [{"kind": "malformed_json", "role": "security-reviewer"}]},
+    "grade_regression": {"faults": [{"kind": "output", "role": "ralph", "args": {"grade": 85}}]},
+    "grade_stuck": {"faults": [{"kind": "output", "role": "ralph", "times": -1, "args": {"grade": 30}}]},
+    "grade_zero": {"faults": [{"kind": "output", "role": "ralph", "args": {"grade": 0}}]},
+    "workflow_denied": {"hooks": [_h("WorkflowStart", "deny_all")]},
+    "phase_advance_denied": {"hooks": [_h("PhaseAdvance", "deny_all")]},
+    "phase_advance_timeout": {"hooks": [_h("PhaseAdvance", "sleep_forever", timeout_s=0.2)]},
+    "phase_advance_error": {"hooks": [_h("PhaseAdvance", "raise_error")]},
+    "workflow_complete_denied": {"hooks": [_h("WorkflowComplete", "deny_all")]},
 }
 
 

@@ -18,6 +18,7 @@ from ..errors import Result
 from ..tools import ToolCall
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage, complete_with_retries
 from .faults import Fault, FaultPlan
+from .scripted_personas import persona_of, persona_output, persona_step
 
 SCHEMA_LINE = re.compile(r"matching the schema `([A-Za-z0-9_]+)`")
 ROLE_OF_SCHEMA = {
@@ -72,28 +73,34 @@ class ScriptedProvider:
         system = next((m["content"] for m in request.messages if m["role"] == "system"), "")
         found = SCHEMA_LINE.search(system)
         schema_id = found.group(1) if found else "lead_directive_v1"
-        role = ROLE_OF_SCHEMA.get(schema_id, "unknown")
-        if self._fault("provider_error", role):
-            raise ProviderFault(f"scripted provider error for {role} (fault injection)")
-        if self._fault("timeout", role):
-            raise TimeoutError(f"scripted timeout for {role}")
         user = next((m["content"] for m in request.messages if m["role"] == "user"), "{}")
         try:
             data = json.loads(user)
         except json.JSONDecodeError:
             data = {"prompt": user}
+        persona = persona_of(data)  # an L8 persona: faults match its id (scripted_personas.py)
+        role = persona or ROLE_OF_SCHEMA.get(schema_id, "unknown")
+        if self._fault("provider_error", role):
+            raise ProviderFault(f"scripted provider error for {role} (fault injection)")
+        if self._fault("timeout", role):
+            raise TimeoutError(f"scripted timeout for {role}")
         tool_msgs = [json.loads(m["content"]) for m in request.messages if m["role"] == "tool"]
         calls: tuple[ToolCall, ...] = ()
-        if role == "worker":
+        call = None
+        if persona is not None:
+            call = persona_step(schema_id, data, list(request.tools or ()), tool_msgs,
+                                lambda kind: self._fault(kind, role))
+        elif role == "worker":
             call = self._next_tool_call(data, list(request.tools or ()), tool_msgs)
-            if call is not None:
-                calls = (call,)
+        if call is not None:
+            calls = (call,)
         if calls:
             text = ""
         elif self._fault("malformed_json", role):
             text = f"Sure! Here is my {role} answer: it went well."
         else:
-            out = self._answer(role, schema_id, data, tool_msgs)
+            out = (persona_output(schema_id, data, request.messages, lambda kind: self._fault(kind, role))
+                   if persona is not None else self._answer(role, schema_id, data, tool_msgs))
             if self._fault("schema_violation", role):
                 out.pop(next(iter(out)))
             text = json.dumps(out, ensure_ascii=False)

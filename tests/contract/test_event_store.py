@@ -1,0 +1,131 @@
+"""The EventStore contract (L4): every store implementation must pass this one class.
+
+To add an implementation (say PostgreSQL), add one factory to STORES: it builds an empty
+store and says how to read back the stored bytes of each event of a session, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from agentos_kernel.events import Event, EventStore, JsonlEventStore
+
+
+@dataclass
+class StoreUnderTest:
+    """A store plus a way to see what it physically holds (to prove append-only)."""
+
+    store: EventStore
+    records: Callable[[str], list[bytes]]
+    """The stored form of each event of a session, in order (bytes as persisted)."""
+
+
+def _jsonl(tmp_path: Path) -> StoreUnderTest:
+    store = JsonlEventStore(tmp_path / "sessions")
+
+    def records(session_id: str) -> list[bytes]:
+        return store.path(session_id).read_bytes().splitlines(keepends=True)
+
+    return StoreUnderTest(store, records)
+
+
+STORES: dict[str, Callable[[Path], StoreUnderTest]] = {
+    "jsonl": _jsonl,
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+def sut(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnderTest]:
+    made = STORES[request.param](tmp_path)
+    yield made
+    for sid in made.store.sessions():
+        made.store.close(sid)
+
+
+def ev(session_id: str, n: int, **payload: object) -> Event:
+    return Event(id=f"{session_id}-e{n}", session_id=session_id, ts=f"2026-01-01T00:00:00.{n:03d}Z",
+                 type="test.event", actor="tester", payload={"n": n, **payload},
+                 parent_id=f"{session_id}-e{n - 1}" if n > 1 else None, seq=n)
+
+
+class TestEventStoreContract:
+    def test_read_returns_appended_events_in_order_and_equal(self, sut: StoreUnderTest) -> None:
+        written = [ev("s1", n) for n in range(1, 6)]
+        for e in written:
+            sut.store.append(e)
+        assert list(sut.store.read("s1")) == written
+
+    def test_sessions_do_not_mix(self, sut: StoreUnderTest) -> None:
+        sut.store.append(ev("a", 1))
+        sut.store.append(ev("b", 1))
+        sut.store.append(ev("a", 2))
+        assert [e.id for e in sut.store.read("a")] == ["a-e1", "a-e2"]
+        assert [e.id for e in sut.store.read("b")] == ["b-e1"]
+
+    def test_read_streams_lazily(self, sut: StoreUnderTest) -> None:
+        for n in range(1, 4):
+            sut.store.append(ev("s1", n))
+        stream = sut.store.read("s1")
+        assert iter(stream) is stream, "read() must return an iterator, not a materialised list"
+        assert next(stream).id == "s1-e1"
+        assert [e.id for e in stream] == ["s1-e2", "s1-e3"]
+
+    def test_tail_is_the_last_event_or_none(self, sut: StoreUnderTest) -> None:
+        assert sut.store.tail("s1") is None
+        sut.store.append(ev("s1", 1))
+        sut.store.append(ev("s1", 2))
+        assert sut.store.tail("s1") == ev("s1", 2)
+
+    def test_sessions_are_sorted(self, sut: StoreUnderTest) -> None:
+        assert sut.store.sessions() == []
+        for sid in ("s3", "a1", "s10", "b2"):
+            sut.store.append(ev(sid, 1))
+        assert sut.store.sessions() == sorted(["s3", "a1", "s10", "b2"])
+
+    def test_exists(self, sut: StoreUnderTest) -> None:
+        assert not sut.store.exists("s1")
+        sut.store.append(ev("s1", 1))
+        assert sut.store.exists("s1")
+        assert not sut.store.exists("s2")
+
+    def test_append_after_close_reopens(self, sut: StoreUnderTest) -> None:
+        sut.store.append(ev("s1", 1))
+        sut.store.close("s1")
+        sut.store.append(ev("s1", 2))
+        sut.store.close("s1")
+        sut.store.close("s1")  # closing twice, or a closed session, is harmless
+        assert [e.id for e in sut.store.read("s1")] == ["s1-e1", "s1-e2"]
+
+    def test_earlier_records_are_byte_identical_after_later_appends(self, sut: StoreUnderTest) -> None:
+        sut.store.append(ev("s1", 1, note="first"))
+        sut.store.append(ev("s1", 2))
+        before = sut.records("s1")
+        sut.store.append(ev("s1", 3, note="x" * 1000))
+        sut.store.close("s1")
+        sut.store.append(ev("s1", 4))
+        after = sut.records("s1")
+        assert len(after) == 4
+        assert after[:2] == before
+
+    def test_unicode_payload_round_trips(self, sut: StoreUnderTest) -> None:
+        e = ev("s1", 1, text="안녕하세요 — “quotes” \u2028 ✓")
+        sut.store.append(e)
+        assert list(sut.store.read("s1")) == [e]
+
+    def test_unknown_session_raises_key_error_naming_it(self, sut: StoreUnderTest) -> None:
+        with pytest.raises(KeyError, match="no-such-session"):
+            sut.store.read("no-such-session")
+
+    @pytest.mark.parametrize("bad", ["../x", "a/b", "..", "", ".hidden", "x" * 65, "a\\b", "s 1"])
+    def test_bad_session_ids_are_rejected(self, sut: StoreUnderTest, bad: str) -> None:
+        with pytest.raises(ValueError, match="invalid session id"):
+            sut.store.append(replace(ev("ok", 1), session_id=bad))
+        with pytest.raises(ValueError, match="invalid session id"):
+            sut.store.read(bad)
+        with pytest.raises(ValueError, match="invalid session id"):
+            sut.store.exists(bad)
+        assert sut.store.sessions() == []
