@@ -15,9 +15,19 @@ from .tools import ToolCall, ToolDef, ToolRegistry, dispatch_tool
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ipython: object) -> None:
+    """`%load_ext agentos_kernel`: registers the workbench magics. Imported here, not at module
+    level, so `import agentos_kernel` stays free of IPython."""
+    from .jupyter.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
 __all__ = [
     "ContractError", "DomainError", "Err", "ErrorCode", "Event", "EventStore", "HookBus",
     "HookDecision", "HookHandler", "InvariantViolation", "JsonlEventStore", "Ok", "Problem",
     "RunResult", "Runtime", "RuntimeProfile", "SchemaRegistry", "Snapshot", "ToolCall", "ToolDef",
-    "ToolRegistry", "__version__", "dispatch_tool", "read_log", "replay", "verify_chain",
+    "ToolRegistry", "__version__", "dispatch_tool", "load_ipython_extension", "read_log", "replay",
+    "verify_chain",
 ]

@@ -1,0 +1,165 @@
+"""The workbench's library calls; the magics only parse arguments and call these.
+
+Failures a user can cause (a bad profile, an unknown fault preset, an unknown session, a
+workspace that cannot be loaded) raise ContractError, FaultPlanError, UnknownSession or
+WorkbenchError, each with a one-line message; the magics turn them into UsageError.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+from .. import frontmatter
+from ..builtin_tools import BUILTIN_TOOLS
+from ..errors import DomainError, Err, Problem
+from ..kernel import Runtime
+from ..profile import load_config
+from ..providers.faults import load_fault_plan
+from ..replay import replay
+from ..schemas import SchemaRegistry
+from ..skills import discover
+from ..workspace import find_workspace
+from .display import AgentRun, CycleInfo, SkillCheck, SnapshotView
+from .source import load_session
+
+_SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+class WorkbenchError(ValueError):
+    """A request the workbench cannot carry out; the message says how to fix it."""
+
+
+def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = None,
+              session: str | None = None, workspace: Path | str | None = None,
+              cycle: str | None = None, mode: str | None = None) -> AgentRun:
+    """Run one request end to end (Runtime.handle_user_request), or an L8 cycle around it
+    (Runtime.run_cycle), and read its log back. A request that fails closed is still a
+    session: the AgentRun says where and why."""
+    if mode is not None and cycle is None:
+        raise WorkbenchError("--mode applies to a cycle: add --cycle ID (e.g. --cycle code-review)")
+    plan = load_fault_plan(faults) if faults else None
+    rt = Runtime.from_workspace(workspace, profile=profile, faults=plan)
+    if cycle is not None:
+        return _run_cycle(rt, cycle, prompt, session, mode)
+    result = rt.handle_user_request(prompt, session_id=session)
+    if isinstance(result, Err) and result.error.session_id is None:
+        raise WorkbenchError(result.error.message)  # refused before a session existed
+    sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
+    return _read_back(rt, sid, prompt, ok=not isinstance(result, Err),
+                      output=None if isinstance(result, Err) else result.value.output,
+                      error=result.error if isinstance(result, Err) else None)
+
+
+def _run_cycle(rt: Runtime, cycle: str, prompt: str, session: str | None, mode: str | None) -> AgentRun:
+    result = rt.run_cycle(cycle, prompt, session_id=session, mode=mode)
+    if isinstance(result, Err):  # an unknown cycle or mode, or a taken id: no session exists
+        raise WorkbenchError(result.error.message)
+    c = result.value
+    events = rt.events(c.session_id)
+    close = next((e.payload for e in reversed(events) if e.type == "session.close"), {})
+    failed = next((e.payload for e in reversed(events) if e.type == "domain.error"), None)
+    error = None if c.ok or failed is None else DomainError(
+        failed["kind"], failed["code"], failed["message"], failed.get("retryable", False), c.session_id)
+    info = CycleInfo(c.cycle_id, c.verdict, c.reason, tuple(c.visited), c.generations)
+    return _read_back(rt, c.session_id, prompt, ok=c.ok, output=close.get("output"), error=error,
+                      cycle=info)
+
+
+def _read_back(rt: Runtime, sid: str, prompt: str, *, ok: bool, output: str | None,
+               error: DomainError | None, cycle: CycleInfo | None = None) -> AgentRun:
+    events = tuple(rt.events(sid))
+    start = events[0].payload if events and isinstance(events[0].payload, dict) else {}
+    return AgentRun(
+        # The prompt as the log holds it: redacted (L6) when a hook or a secret changed it.
+        session_id=sid, ok=ok, prompt=str(start.get("prompt", prompt)), profile=rt.profile.name,
+        model=rt.profile.model, output=output, error=error, events=events, snapshot=replay(events),
+        workspace=rt.workspace, cycle=cycle)
+
+
+def replay_session(session: object, at: int | None = None,
+                   workspace: Path | str | None = None) -> SnapshotView:
+    """The snapshot after the first `at` events (all when None), from the log alone."""
+    data = load_session(session, workspace)
+    total = len(data.events)
+    if at is not None and not 0 <= at <= total:
+        raise WorkbenchError(f"--at {at} is out of range: {data.session_id} has {total} events; "
+                             f"use 0..{total}")
+    return SnapshotView(replay(data.events, at), at, total)
+
+
+def register_skill(text: str, *, workspace: Path | str | None = None,
+                   dry_run: bool = False) -> SkillCheck:
+    """Check a SKILL.md (frontmatter against skill_frontmatter_v1, exactly as discovery does)
+    and, unless `dry_run`, write it to skills/<name>/SKILL.md and confirm discovery registers
+    it. An invalid skill is never written; the answer names the field at fault."""
+    ws = find_workspace(Path(workspace) if workspace is not None else None)
+    if ws.bundled and not dry_run:
+        raise WorkbenchError("no workspace to write the skill into: run scratch_workspace() or "
+                             "`agentos init DIR` first, or pass --workspace DIR (or --dry-run)")
+    schemas = SchemaRegistry.load(ws.contract_dir("schemas"))
+    name = _declared_name(text)
+    root = load_config(ws.config_file, schemas, "agentos.yaml").skill_roots[0]
+    shown = f"{root}/{name}/SKILL.md" if name else "%%skill cell"
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "SKILL.md"
+        probe.write_text(text, encoding="utf-8")
+        # The discovery code's own check, so the cell and a file on disk are judged alike.
+        loaded = frontmatter.load(probe, "skill_frontmatter_v1", schemas, shown)
+    if isinstance(loaded, Problem):
+        kept = ((f"{shown} already holds a skill; it is unchanged",)
+                if name and (ws.root / root / name / "SKILL.md").is_file() else ())
+        return SkillCheck(False, shown, "not written", name, loaded, notes=kept)
+    meta, _ = loaded
+    if not _SKILL_NAME.match(meta["name"]):
+        return SkillCheck(False, shown, "not written", name, Problem(
+            shown, "name", f"{meta['name']!r} cannot be a directory name: use lower-case letters, "
+                           "digits, '-', '_' or '.'"))
+    triggers, tools = tuple(meta.get("triggers") or ()), tuple(meta.get("allowed-tools") or ())
+    notes = _notes(ws.root / root, meta["name"], triggers, tools, schemas, ws.root)
+    if dry_run:
+        return SkillCheck(True, shown, "checked (dry run, not written)", meta["name"], None,
+                          triggers, tools, notes)
+    target = ws.root / root / meta["name"] / "SKILL.md"
+    before = target.read_text(encoding="utf-8") if target.is_file() else None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    registry = discover([ws.root / root], schemas, base=ws.root)
+    found = registry.skills.get(meta["name"])
+    if found is None or found.file != shown:
+        # Discovery refused it (e.g. another file already registers that name): undo the write.
+        if before is None:
+            target.unlink()
+            target.parent.rmdir()
+        else:
+            target.write_text(before, encoding="utf-8")
+        problem = next((p for p in registry.skipped if p.file == shown),
+                       Problem(shown, "name", "discovery did not register it"))
+        return SkillCheck(False, shown, "not written", meta["name"], problem)
+    return SkillCheck(True, shown, "replaced" if before is not None else "created", meta["name"],
+                      None, triggers, tools, notes)
+
+
+def _declared_name(text: str) -> str | None:
+    try:
+        meta, _ = frontmatter.split(text)
+    except Exception:  # any parse problem is reported by frontmatter.load with its field
+        return None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) and _SKILL_NAME.match(name) else None
+
+
+def _notes(skills_root: Path, name: str, triggers: tuple[str, ...], tools: tuple[str, ...],
+           schemas: SchemaRegistry, base: Path) -> tuple[str, ...]:
+    known = {t.name for t in BUILTIN_TOOLS}
+    notes = [f"tool {t!r} is not registered: a call to it fails closed (TOOL_NOT_FOUND)"
+             for t in tools if t not in known]
+    others = discover([skills_root], schemas, base=base).skills
+    for trig in triggers:
+        shared = sorted(s.name for s in others.values() if s.name != name
+                        and trig.lower() in (x.lower() for x in s.triggers))
+        if shared:
+            notes.append(f"trigger {trig!r} is shared with {', '.join(shared)}: the trigger found "
+                         "earliest in the prompt wins (ties: the longer trigger, then the name)")
+    return tuple(notes)

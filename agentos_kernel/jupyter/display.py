@@ -1,0 +1,270 @@
+"""What the magics return: small frozen values with a plain repr and a rich `_repr_html_`.
+
+Both reprs are built only from the log's contents, so in deterministic mode they are the
+same on every run (nbval compares `text/plain` and `text/html` byte for byte): no paths,
+no wall-clock times, no memory addresses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import DomainError, Problem
+from ..events import Event
+from ..recorder import layer_of
+from ..replay import Snapshot
+from ..trace import summary
+from ..workspace import Workspace
+from .layers import FAILURE_TYPES, LAYER_COLORS, LAYER_NAMES, esc, layer_counts, pretty, schema_of, text_on
+
+_BOX = "border:1px solid #bbb;border-radius:4px;padding:6px 10px;margin:2px 0;font-family:monospace"
+
+
+def _badge(ok: bool, text: str) -> str:
+    color = "#1a7f37" if ok else "#cf222e"
+    return (f'<span style="background:{color};color:#fff;padding:1px 6px;border-radius:3px">'
+            f"{esc(text)}</span>")
+
+
+def _layer_strip(counts: dict[str, int]) -> str:
+    cells = []
+    for layer, n in counts.items():
+        style = (f"background:{LAYER_COLORS[layer]};color:{text_on(layer)}" if n else "color:#888")
+        cells.append(f'<span title="{esc(LAYER_NAMES[layer])}" style="{style};padding:1px 5px;'
+                     f'margin-right:2px;border-radius:3px">{layer} {n}</span>')
+    return "".join(cells)
+
+
+def _failure_name(ev: Event) -> str:
+    p = ev.payload if isinstance(ev.payload, dict) else {}
+    if ev.type == "schema.violation":
+        return f"SCHEMA_INVALID ({p.get('schema_id')})"
+    return str(p.get("code") or ev.type)
+
+
+@dataclass(frozen=True)
+class EventView:
+    """One event with its layer and the schema that checked its payload."""
+
+    event: Event
+    """The event as logged."""
+
+    @property
+    def layer(self) -> str:
+        return layer_of(self.event)
+
+    def line(self) -> str:
+        ev = self.event
+        return f"#{ev.seq} {ev.type} ({self.layer}, {ev.actor}): {summary(ev)}"
+
+    def __repr__(self) -> str:
+        return self.line()
+
+    def _repr_html_(self) -> str:
+        ev = self.event
+        checked = schema_of(ev)
+        return (f'<div style="{_BOX}"><b>#{ev.seq} {esc(ev.type)}</b> · {self.layer} '
+                f"{esc(LAYER_NAMES.get(self.layer, ''))} · actor {esc(ev.actor)}<br>{esc(summary(ev))}"
+                f"<br>payload checked against <code>{esc(checked or '-')}</code>"
+                f"<pre>{esc(pretty(ev.payload))}</pre></div>")
+
+
+@dataclass(frozen=True)
+class CycleInfo:
+    """Where an L8 cycle ended (from Runtime.run_cycle)."""
+
+    cycle_id: str
+    """The cycle that ran (workflows/cycles/<id>.md)."""
+    verdict: str
+    """done | halted | abort."""
+    reason: str
+    """Why it ended there."""
+    visited: tuple[str, ...]
+    """Phases entered, in order."""
+    generations: int
+    """Phase runs."""
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """What `%agent` returns: one request's verdict and its events, read back from the log."""
+
+    session_id: str
+    """The session (its log is sessions/<id>/.events.jsonl)."""
+    ok: bool
+    """The session closed ok."""
+    prompt: str
+    """The request as logged in session.start (after redaction)."""
+    profile: str
+    """Runtime profile that ran it."""
+    model: str
+    """Model named by the profile."""
+    output: str | None
+    """The worker's output when ok."""
+    error: DomainError | None
+    """Why it failed closed, when it did."""
+    events: tuple[Event, ...] = field(repr=False)
+    """Every event of the session, in order."""
+    snapshot: Snapshot = field(repr=False)
+    """The snapshot recomputed from the log (I-1)."""
+    workspace: Workspace = field(repr=False, compare=False)
+    """Where the session lives."""
+    cycle: CycleInfo | None = None
+    """For `%agent --cycle`: the cycle's verdict and the phases it visited."""
+
+    def event(self, seq: int) -> EventView:
+        """The event with this 1-based position."""
+        if not 1 <= seq <= len(self.events):
+            raise IndexError(f"{self.session_id} has events 1..{len(self.events)}, not {seq}")
+        return EventView(self.events[seq - 1])
+
+    @property
+    def failure(self) -> Event | None:
+        """The event that recorded the failure (domain.error, schema.violation, ...), if any."""
+        if self.ok:
+            return None
+        failures = [e for e in self.events if e.type in FAILURE_TYPES]
+        code = self.error.code if self.error else None
+        exact = [e for e in failures if isinstance(e.payload, dict) and e.payload.get("code") == code]
+        return (exact or failures or [None])[0]
+
+    @property
+    def failures(self) -> list[Event]:
+        """Every event that recorded something failing closed, in log order."""
+        return [e for e in self.events if e.type in FAILURE_TYPES]
+
+    @property
+    def path(self) -> list[str]:
+        """The Plan-Work-Review states the request went through."""
+        return ["INTAKE"] + [e.payload.get("to") for e in self.events if e.type == "agent.transition"]
+
+    def _lines(self) -> list[tuple[str, str]]:
+        snap, counts = self.snapshot, layer_counts(self.events)
+        rows = []
+        if self.cycle is not None:
+            c = self.cycle
+            rows.append(("cycle", f"{c.cycle_id}: verdict {c.verdict} after {c.generations} phase run(s): "
+                                  f"{c.reason}"))
+            rows.append(("phases", " → ".join(c.visited) or "(not started)"))
+        if self.ok:
+            rows.append(("output", str(self.output)))
+        elif self.error is not None or self.cycle is None:
+            fail = self.failure
+            where = (f" at {layer_of(fail)}, event {fail.seq} by {fail.actor}" if fail is not None else "")
+            rows.append(("error", f"{self.error.code if self.error else '?'}{where}: "
+                                  f"{self.error.message if self.error else ''}"))
+        if self.failures:
+            shown = [f"#{e.seq} {layer_of(e)} {_failure_name(e)}" for e in self.failures[:5]]
+            more = len(self.failures) - len(shown)
+            rows.append(("failed", " · ".join(shown) + (f" (+{more} more)" if more else "")))
+        if self.cycle is None:
+            rows.append(("path", " → ".join(self.path)))
+        rows.append(("events", f"{len(self.events)} ("
+                     + " · ".join(f"{k} {v}" for k, v in counts.items()) + ")"))
+        c = snap.cost
+        rows.append(("usage", f"{snap.llm_calls} LLM calls · {c.input_tokens} in / {c.output_tokens} "
+                              f"out tokens · ${c.cost_usd:.6f}"))
+        rows.append(("next", f"%replay {self.session_id} · %events {self.session_id} · "
+                             f"LayerStepper({self.session_id!r})"))
+        return rows
+
+    def _head(self) -> str:
+        verdict = "ok" if self.ok else "NOT ok (fail-closed)"
+        return f"{self.session_id} {verdict} — {self.prompt!r} (profile {self.profile}, model {self.model})"
+
+    def __repr__(self) -> str:
+        return "\n".join([f"AgentRun {self._head()}"] + [f"  {k + ':':<7} {v}" for k, v in self._lines()])
+
+    def _repr_html_(self) -> str:
+        verdict = _badge(self.ok, "ok" if self.ok else "NOT ok · fail-closed")
+        strip = _layer_strip(layer_counts(self.events))
+        rows = "".join(
+            f'<tr><td style="text-align:left;padding-right:8px;vertical-align:top"><b>{esc(k)}</b></td>'
+            f'<td style="text-align:left">{strip if k == "events" else esc(v)}</td></tr>'
+            for k, v in self._lines())
+        return (f'<div class="agentos-run" style="{_BOX}">{verdict} <b>{esc(self.session_id)}</b> '
+                f"{esc(repr(self.prompt))} · profile {esc(self.profile)} ({esc(self.model)})"
+                f"<table>{rows}</table></div>")
+
+
+@dataclass(frozen=True)
+class SnapshotView:
+    """What `%replay` returns: a Snapshot recomputed from the log alone, and where it stops."""
+
+    snapshot: Snapshot
+    """The recomputed state."""
+    at: int | None
+    """Events folded (None: all of them)."""
+    total: int
+    """Events in the log."""
+
+    def __getattr__(self, name: str) -> Any:
+        # `%replay s0001`.state reads like the Snapshot itself.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.snapshot, name)
+
+    def _title(self) -> str:
+        upto = f"after event {self.at} of {self.total}" if self.at is not None else \
+            f"after all {self.total} events"
+        return f"snapshot of {self.snapshot.session_id} {upto} (recomputed from the log alone)"
+
+    def _rows(self) -> list[tuple[str, str]]:
+        rows = []
+        for key, value in self.snapshot.to_dict().items():
+            if key != "schema_version":
+                rows.append((key, json.dumps(value, ensure_ascii=False, sort_keys=True)))
+        return rows
+
+    def __repr__(self) -> str:
+        return "\n".join([self._title()] + [f"  {k}: {v}" for k, v in self._rows()])
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f'<tr><td style="text-align:left"><b>{esc(k)}</b></td>'
+                       f'<td style="text-align:left"><code>{esc(v)}</code></td></tr>'
+                       for k, v in self._rows())
+        return f'<div style="{_BOX}">{esc(self._title())}<table>{rows}</table></div>'
+
+
+@dataclass(frozen=True)
+class SkillCheck:
+    """What `%%skill` returns: whether the SKILL.md was valid and registered, and if not the
+    file and field at fault."""
+
+    ok: bool
+    """Valid and registered."""
+    file: str
+    """Where it is (or would be) written, relative to the workspace."""
+    action: str
+    """created | replaced | checked (dry run) | not written."""
+    name: str | None = None
+    """Skill id, when the frontmatter has one."""
+    problem: Problem | None = None
+    """File, field and message of the first problem."""
+    triggers: tuple[str, ...] = ()
+    """Words that select it."""
+    allowed_tools: tuple[str, ...] = ()
+    """Its tool scope."""
+    notes: tuple[str, ...] = ()
+    """Things worth knowing that are not errors (e.g. a tool that is not registered)."""
+
+    def _lines(self) -> list[str]:
+        if not self.ok:
+            return [f"skill NOT registered ({self.action}): {self.problem}",
+                    *(f"  note: {n}" for n in self.notes)]
+        verb = "is valid" if self.action.startswith("checked") else "registered"
+        lines = [f"skill {self.name!r} {verb} ({self.action}: {self.file})",
+                 f"  triggers: {', '.join(self.triggers) or '(none: it is never selected)'}",
+                 f"  allowed-tools: {', '.join(self.allowed_tools) or '(none)'}"]
+        return lines + [f"  note: {n}" for n in self.notes]
+
+    def __repr__(self) -> str:
+        return "\n".join(self._lines())
+
+    def _repr_html_(self) -> str:
+        head, *rest = self._lines()
+        badge = _badge(self.ok, "ok" if self.ok else "NOT registered")
+        body = "".join(f"<br>{esc(x.strip())}" for x in rest)
+        return f'<div class="agentos-skill" style="{_BOX}">{badge} {esc(head)}{body}</div>'

@@ -1,0 +1,171 @@
+"""IPython magics: %agent, %replay, %events and %%skill. Thin: parse the line, call the
+library (api.py, frames.py), return a value IPython displays.
+
+Every mistake a user can make (a bad option, an unknown preset, profile or session id, a
+workspace that does not load) is a UsageError: IPython shows it as one line, without a
+traceback, and each message ends with the fix. Only pure-Python modules are imported here;
+pandas loads on the first %events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, NoReturn
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+from ..errors import ContractError
+from ..events import LogError
+from ..providers.faults import PRESETS, FaultPlanError
+from . import api
+from .source import UnknownSession
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError (one line: what is wrong; how to fix it)."""
+
+    def __init__(self, name: str, example: str, description: str) -> None:
+        super().__init__(prog=f"%{name}", description=description, add_help=False,
+                         allow_abbrev=False, epilog=f"example: {example}")
+        self.example = example
+        self.add_argument("-h", "--help", action="store_true", help="show this help and do nothing else")
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}; try: {self.example}  (or {self.prog} --help)")
+
+    def parse_line(self, line: str) -> argparse.Namespace | None:
+        """Parse a magic's line; None when --help was asked for (the help is printed)."""
+        try:
+            argv = shlex.split(line)
+        except ValueError as exc:  # e.g. an apostrophe inside an unquoted prompt
+            raise UsageError(f"{self.prog}: {exc} in {line.strip()!r}; put the text in double "
+                             f"quotes: {self.example}") from None
+        if "-h" in argv or "--help" in argv:
+            print(self.format_help())
+            return None
+        return self.parse_intermixed_args(argv)
+
+
+def _errors_as_usage(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Turn the library's one-line domain errors into UsageError (no traceback)."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except (ContractError, FaultPlanError, UnknownSession, LogError, api.WorkbenchError) as exc:
+                raise UsageError(f"%{name}: {exc}") from None
+        return inner
+    return wrap
+
+
+AGENT = _Parser("agent", '%agent "hello, greet Ada"',
+                "Run one request through every layer on the workspace's runtime and return an "
+                "AgentRun (verdict, output or the fail-closed error, events, snapshot).")
+AGENT.add_argument("prompt", nargs="*", help="the request (quote it)")
+AGENT.add_argument("--profile", metavar="NAME",
+                   help="runtime profile from agentos.yaml (default: its default_profile)")
+AGENT.add_argument("--faults", metavar="PLAN", help=f"fault preset(s), comma-separated "
+                   f"({', '.join(sorted(PRESETS))}), or a YAML plan file")
+AGENT.add_argument("--session", metavar="ID", help="session id to use (must be new)")
+AGENT.add_argument("--workspace", metavar="DIR",
+                   help="workspace holding agentos.yaml (default: found from the cwd)")
+AGENT.add_argument("--cycle", metavar="ID",
+                   help="run the request as an L8 cycle from workflows/cycles/ID.md (e.g. code-review)")
+AGENT.add_argument("--mode", metavar="MODE",
+                   help="the cycle's mode: interactive, autofix, report-only or headless")
+
+REPLAY = _Parser("replay", "%replay s0001 --at 10",
+                 "Recompute a session's snapshot from its log alone (nothing is re-executed).")
+REPLAY.add_argument("session_id", nargs="?", help="the session, e.g. s0001")
+REPLAY.add_argument("--at", metavar="N", type=int, help="the state after the first N events")
+REPLAY.add_argument("--workspace", metavar="DIR", help="workspace holding the session")
+
+EVENTS = _Parser("events", "%events s0001 --layer L1",
+                 "A session's events as a pandas DataFrame (seq, ts, type, layer, actor, role, parent, "
+                 "tokens_in, tokens_out, cost_usd, duration_ms).")
+EVENTS.add_argument("session_id", nargs="?", help="the session, e.g. s0001")
+EVENTS.add_argument("--type", metavar="T", help="only events of type T or T.* (e.g. hook.fired, tool)")
+EVENTS.add_argument("--layer", metavar="L", choices=[f"L{i}" for i in range(1, 9)], help="only layer L1..L8")
+EVENTS.add_argument("--workspace", metavar="DIR", help="workspace holding the session")
+
+SKILL = _Parser("%skill", "%%skill --dry-run",
+                "The cell body is a SKILL.md: its frontmatter is checked against skill_frontmatter_v1; "
+                "a valid skill is written to skills/<name>/SKILL.md and registered.")
+SKILL.add_argument("--dry-run", action="store_true", help="check only; write nothing")
+SKILL.add_argument("--workspace", metavar="DIR", help="workspace to write the skill into")
+
+
+def _need_session(parser: _Parser, args: argparse.Namespace, last: str | None) -> str:
+    if args.session_id:
+        return args.session_id
+    hint = f"%{parser.prog.lstrip('%')} {last}" if last else parser.example
+    raise UsageError(f"{parser.prog}: missing the session id; try: {hint}")
+
+
+@magics_class
+class AgentMagics(Magics):
+    """%agent, %replay, %events and %%skill."""
+
+    last_session: str | None = None
+
+    @line_magic
+    @_errors_as_usage("agent")
+    def agent(self, line: str) -> Any:
+        """Run a request: %agent [--profile NAME] [--faults PLAN] [--session ID] [--cycle ID] "PROMPT"."""
+        args = AGENT.parse_line(line)
+        if args is None:
+            return None
+        prompt = " ".join(args.prompt).strip()
+        if not prompt:
+            AGENT.error("missing the request")
+        run = api.run_agent(prompt, profile=args.profile, faults=args.faults, session=args.session,
+                            workspace=args.workspace, cycle=args.cycle, mode=args.mode)
+        self.last_session = run.session_id
+        return run
+
+    @line_magic
+    @_errors_as_usage("replay")
+    def replay(self, line: str) -> Any:
+        """Recompute a snapshot from the log: %replay SESSION_ID [--at N]."""
+        args = REPLAY.parse_line(line)
+        if args is None:
+            return None
+        if args.at is not None and args.at < 0:
+            REPLAY.error(f"--at {args.at} is negative; N counts events from 0")
+        return api.replay_session(_need_session(REPLAY, args, self.last_session), args.at, args.workspace)
+
+    @line_magic
+    @_errors_as_usage("events")
+    def events(self, line: str) -> Any:
+        """A session's timeline as a DataFrame: %events SESSION_ID [--type T] [--layer L]."""
+        args = EVENTS.parse_line(line)
+        if args is None:
+            return None
+        from .frames import events_frame  # pandas loads here, on first use
+
+        frame = events_frame(_need_session(EVENTS, args, self.last_session), args.workspace)
+        if args.type:
+            frame = frame[(frame["type"] == args.type) | frame["type"].str.startswith(args.type + ".")]
+        if args.layer:
+            frame = frame[frame["layer"] == args.layer]
+        return frame
+
+    @cell_magic
+    @_errors_as_usage("%skill")
+    def skill(self, line: str, cell: str) -> Any:
+        """Check and register the cell body as a SKILL.md: %%skill [--dry-run] [--workspace DIR]."""
+        args = SKILL.parse_line(line)
+        if args is None:
+            return None
+        return api.register_skill(cell, workspace=args.workspace, dry_run=args.dry_run)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext agentos_kernel`."""
+    ipython.register_magics(AgentMagics)

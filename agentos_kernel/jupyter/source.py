@@ -1,0 +1,56 @@
+"""Resolve what a user hands the workbench (a session id, or the object `%agent` returned)
+into the session's events, read from its log. Reading never writes or re-runs anything."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..events import Event, JsonlEventStore, check_session_id
+from ..workspace import Workspace, find_workspace
+
+
+class UnknownSession(LookupError):
+    """A session id with no log in the workspace; the message is one line with the fix."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown session"
+
+
+@dataclass(frozen=True)
+class SessionData:
+    """One session's events, as recorded."""
+
+    session_id: str
+    """The session id (directory name under sessions/)."""
+    events: tuple[Event, ...]
+    """Every event of its log, in order."""
+    workspace: Workspace
+    """Where the log was read from."""
+
+
+def known_sessions(ws: Workspace) -> list[str]:
+    """Session ids with a log in the workspace, sorted."""
+    return JsonlEventStore(ws.sessions).sessions()
+
+
+def load_session(session: Any, workspace: Path | str | None = None) -> SessionData:
+    """Events of `session`: a session id (looked up in `workspace`, else the workspace of the
+    current directory), or anything with `session_id`, `events` and `workspace` (an AgentRun)."""
+    if isinstance(session, SessionData):
+        return session
+    if all(hasattr(session, a) for a in ("session_id", "events", "workspace")):
+        return SessionData(session.session_id, tuple(session.events), session.workspace)
+    if not isinstance(session, str):
+        raise TypeError(f"expected a session id or the result of %agent, not {type(session).__name__}")
+    problem = check_session_id(session)
+    if problem:
+        raise UnknownSession(problem)
+    ws = find_workspace(Path(workspace) if workspace is not None else None)
+    store = JsonlEventStore(ws.sessions)
+    if not store.exists(session):
+        ids = known_sessions(ws)
+        shown = ", ".join(ids[-8:]) if ids else "none yet; run %agent first"
+        raise UnknownSession(f"no session {session!r} in this workspace (sessions: {shown})")
+    return SessionData(session, tuple(store.read(session)), ws)

@@ -1,0 +1,111 @@
+"""Helpers students and our tests share: a scratch workspace and readable checks.
+
+`scratch_workspace()` is what every workbench notebook calls first: it runs `agentos init`
+into a fresh temporary directory and moves the working directory there, so sessions,
+notes and skills written by the notebook never land in the repository, and session ids
+start again at s0001 on every run (which is what makes the notebooks' outputs repeatable).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import io
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .workspace import CONTRACT_DIRS
+
+
+@dataclass(frozen=True)
+class ScratchWorkspace:
+    """A throwaway workspace holding a fresh copy of the reference contracts."""
+
+    root: Path
+    """The workspace directory (agentos.yaml, schemas/, agents/, skills/, ...)."""
+    previous_cwd: Path | None = field(default=None, compare=False)
+    """Where the working directory was before (None when it was not changed)."""
+
+    @property
+    def sessions(self) -> Path:
+        """Where this workspace's session logs go."""
+        return self.root / "sessions"
+
+    def session_ids(self) -> list[str]:
+        """Sessions recorded here so far, sorted."""
+        return sorted(p.parent.name for p in self.sessions.glob("*/.events.jsonl"))
+
+    def close(self) -> None:
+        """Go back to the previous working directory and delete the workspace."""
+        if self.previous_cwd is not None and _cwd_inside(self.root):
+            os.chdir(self.previous_cwd)
+        _remove(self.root.parent)
+
+    def __enter__(self) -> ScratchWorkspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # The temporary path differs on every run, so neither repr shows it: a notebook
+    # output that printed it would never compare equal under nbval.
+    def __repr__(self) -> str:
+        ids = self.session_ids()
+        if ids:
+            return f"scratch workspace with {len(ids)} session(s): {', '.join(ids)}"
+        contents = ", ".join(n for n in ("agentos.yaml", *CONTRACT_DIRS) if (self.root / n).exists())
+        where = "; it is now the working directory" if self.previous_cwd else ""
+        return f"scratch workspace: a fresh copy of {contents}{where}"
+
+    def _repr_html_(self) -> str:
+        return f"<code>{_escape(repr(self))}</code>"
+
+
+def scratch_workspace(*, chdir: bool = True, prefix: str = "agentos-ws-") -> ScratchWorkspace:
+    """`agentos init` a new temporary directory; with `chdir`, make it the working directory
+    (so `%agent` and `agentos` find it). It is deleted when the Python process exits."""
+    from .cli import main as agentos_main  # the CLI's `init` is the one implementation of init
+
+    root = Path(tempfile.mkdtemp(prefix=prefix)).resolve() / "workspace"
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = agentos_main(["init", str(root)])
+    if code != 0:
+        raise RuntimeError(f"agentos init failed ({code}): {out.getvalue().strip()}")
+    atexit.register(_remove, root.parent)
+    previous = None
+    if chdir:
+        previous = Path.cwd()
+        os.chdir(root)
+    return ScratchWorkspace(root, previous)
+
+
+def _cwd_inside(path: Path) -> bool:
+    try:
+        return Path.cwd().is_relative_to(path)
+    except FileNotFoundError:  # the cwd is already gone
+        return True
+
+
+def _remove(tmp: Path) -> None:
+    # Leave the directory first: IPython's own exit handlers still ask for the cwd.
+    if _cwd_inside(tmp):
+        os.chdir(tempfile.gettempdir())
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check(condition: object, what: str) -> None:
+    """One readable check: prints `✓ what` when `condition` holds, else raises
+    AssertionError(`✗ what`). Notebooks end with a list of these."""
+    if not condition:
+        raise AssertionError(f"✗ {what}")
+    print(f"✓ {what}")
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+__all__ = ["ScratchWorkspace", "check", "scratch_workspace"]

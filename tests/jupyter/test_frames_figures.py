@@ -1,0 +1,165 @@
+"""events_frame and the figures, tested on the data they are drawn from; the SVG is
+checked for what nbval relies on (identical bytes for the same log) and for its labels."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agentos_kernel import Event, replay
+from agentos_kernel.jupyter import (
+    cost_by_role,
+    cost_figure,
+    cumulative_cost,
+    events_frame,
+    phase_graph_data,
+    phase_graph_figure,
+    run_agent,
+    timeline_figure,
+)
+from agentos_kernel.jupyter.frames import timeline_points
+
+
+@pytest.fixture
+def run(ws: Path):
+    return run_agent("hello, greet Ada", workspace=ws)
+
+
+def test_events_frame_columns_and_values(run) -> None:
+    frame = events_frame(run)
+    assert list(frame.columns) == ["seq", "ts", "type", "layer", "actor", "role", "parent", "tokens_in",
+                                   "tokens_out", "cost_usd", "duration_ms"]
+    assert list(frame["seq"]) == list(range(1, 33))
+    assert str(frame["ts"].iloc[0]) == "2026-01-01 00:00:00+00:00"  # the logical clock's epoch
+    assert list(frame["type"]) == [e.type for e in run.events]
+    row = frame.set_index("seq").loc[8]  # the lead's llm.response
+    assert (row["type"], row["layer"], row["role"], row["parent"]) == ("llm.response", "L2", "lead", 7)
+    assert (row["tokens_in"], row["tokens_out"], row["cost_usd"]) == (259, 30, 0.001227)
+    assert row["duration_ms"] == 1.0  # logical clock: one tick between request and response
+    tool = frame.set_index("seq").loc[20]
+    assert (tool["type"], tool["actor"], tool["role"], tool["parent"]) == \
+        ("tool.result", "tool:echo", "worker", 19)
+    hooks = frame[frame["type"] == "hook.fired"]
+    assert (hooks["duration_ms"] == 0.0).all()  # a hook's measured ms (zero under the logical clock)
+    assert frame["duration_ms"].isna().sum() == 32 - 7 - 5 - 1
+    snap = run.snapshot
+    assert frame["tokens_in"].sum() == snap.cost.input_tokens == 1484
+    assert frame["tokens_out"].sum() == snap.cost.output_tokens == 152
+    assert round(frame["cost_usd"].sum(), 8) == snap.cost.cost_usd
+    assert frame["parent"].dtype == "Int64" and frame["parent"].isna().sum() == 32 - 7
+
+
+def test_events_frame_reads_a_session_by_id(run, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    by_object = events_frame(run)
+    pd.testing.assert_frame_equal(events_frame("s0001", workspace=ws), by_object)
+    monkeypatch.chdir(ws / "skills")  # the workspace is found from a subdirectory, as the CLI does
+    pd.testing.assert_frame_equal(events_frame("s0001"), by_object)
+
+
+def test_cost_tables(run) -> None:
+    frame = events_frame(run)
+    per_role = cost_by_role(frame)
+    assert list(per_role.index) == ["lead", "planner", "worker", "reviewer"]
+    assert per_role.loc["worker"].to_dict() == {"calls": 2, "tokens_in": 692, "tokens_out": 36,
+                                                "cost_usd": 0.002616}
+    assert per_role["cost_usd"].sum() == pytest.approx(run.snapshot.cost.cost_usd)
+    running = cumulative_cost(frame)
+    assert list(running["seq"]) == [8, 12, 16, 23, 27]
+    assert running["cumulative_usd"].iloc[-1] == run.snapshot.cost.cost_usd
+    assert running["cumulative_tokens"].iloc[-1] == 1484 + 152
+    assert running["cumulative_usd"].is_monotonic_increasing
+
+
+def test_timeline_points_and_figure(run) -> None:
+    lanes, _ = timeline_points(events_frame(run))
+    assert lanes[:2] == ["user", "hook:(none)"] and "tool:echo" in lanes
+    fig = timeline_figure(run)
+    data = fig.data
+    assert len(data) == 32 and not data["failed"].any()
+    order = [*dict.fromkeys(data.sort_values("lane")["actor"])]
+    assert order[:6] == ["user", "lead", "planner", "worker", "reviewer", "tool:echo"]
+    assert order[-1] == "system"
+    svg = fig._repr_svg_()
+    assert svg.startswith("<?xml") and "<svg" in svg
+    for label in ("s0001: events by actor lane", "hook:stop_after_one", "L1 MCP-first Tool Protocol",
+                  "event seq (position in the log; no clock)"):
+        assert label in svg
+    assert repr(fig) == "figure: s0001: events by actor lane"
+
+
+def test_failures_are_marked_on_the_timeline(ws: Path) -> None:
+    bad = run_agent("hello", faults="malformed_worker", workspace=ws)
+    data = timeline_figure(bad).data
+    assert list(data.loc[data["failed"], "seq"]) == [24]
+    assert "failure" in timeline_figure(bad).svg
+
+
+def test_cost_figure_draws_its_tables(run) -> None:
+    fig = cost_figure(run)
+    assert list(fig.data["per_role"].index) == ["lead", "planner", "worker", "reviewer"]
+    for label in ("$0.001227", "$0.002616", "tokens and cost per role", "s0001: cumulative cost"):
+        assert label in fig.svg
+
+
+def test_svg_bytes_are_deterministic_and_carry_no_clock(ws: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(ws, other)
+    a, b = run_agent("hello, greet Ada", workspace=ws), run_agent("hello, greet Ada", workspace=other)
+    for make in (timeline_figure, cost_figure, phase_graph_figure):
+        first, again, elsewhere = make(a).svg, make(a).svg, make(b).svg
+        assert first == again == elsewhere
+        assert "<dc:date>" not in first and "Matplotlib v" not in first
+        assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", first)
+
+
+def _wf(seq: int, type: str, payload: dict) -> Event:
+    return Event(f"w-e{seq}", "w", f"2026-01-01T00:00:00.{seq:03d}Z", type, "system", payload, seq=seq)
+
+
+CYCLE = [
+    _wf(1, "workflow.started", {"cycle_id": "review", "session_id": "w"}),
+    _wf(2, "workflow.phase_advanced", {"cycle_id": "review", "from_phase": "plan", "to_phase": "work",
+                                       "generation": 1, "advanced": True}),
+    _wf(3, "workflow.policy_gated", {"cycle_id": "review", "phase": "work", "policy_id": "p0-gate",
+                                     "decision": "deny", "reason": "p0 open"}),
+    _wf(4, "workflow.phase_advanced", {"cycle_id": "review", "from_phase": "work", "to_phase": "plan",
+                                       "generation": 2, "advanced": False}),
+    _wf(5, "workflow.phase_advanced", {"cycle_id": "review", "from_phase": "plan", "to_phase": "work",
+                                       "generation": 2, "advanced": True}),
+    _wf(6, "workflow.completed", {"cycle_id": "review", "verdict": "halted", "reason": "loop bound",
+                                  "phase": "work", "generations": 2}),
+]
+
+
+def test_phase_graph_data_folds_the_workflow_events() -> None:
+    graph = phase_graph_data(CYCLE, phases=["plan", "work", "review"])
+    assert graph.cycle_id == "review"
+    assert graph.phases == ("plan", "work", "review")
+    assert graph.visited == ("plan", "work", "plan", "work")
+    assert graph.transitions == (("plan", "work"), ("work", "plan"), ("plan", "work"))
+    assert graph.policies == (("p0-gate", "deny"),)
+    assert graph.verdict == "halted" == replay(CYCLE).workflow["verdict"]
+    assert phase_graph_data(CYCLE).phases == ("plan", "work")  # undeclared: the phases the log names
+
+
+def test_phase_graph_figure(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions" / "w"
+    sessions.mkdir(parents=True)
+    from agentos_kernel.events import canonical
+
+    (sessions / ".events.jsonl").write_bytes(b"".join(canonical(e.to_dict()) + b"\n" for e in CYCLE))
+    (tmp_path / "agentos.yaml").write_text((Path(__file__).parents[2] / "agentos.yaml").read_text())
+    fig = phase_graph_figure("w", phases=["plan", "work", "review"], workspace=tmp_path)
+    for label in ("verdict: halted", "cycle review", "policy decisions: 1 (deny 1)", ">review<", "×2"):
+        assert label in fig.svg
+    assert fig.data.verdict == "halted"
+
+
+def test_phase_graph_of_a_session_without_a_cycle(run) -> None:
+    fig = phase_graph_figure(run)
+    assert fig.data.cycle_id is None and fig.data.phases == ()
+    assert "no workflow events in this session (no cycle ran)" in fig.svg
