@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from .tools import ToolContext, ToolRegistry
 from .validate import missing_schemas
 from .workspace import Workspace, find_workspace
 
+_COUNTED = re.compile(r"^s\d{4,}$")  # deterministic ids: s0001, s0002, ... (named ones are skipped)
 ProviderFactory = Callable[[RuntimeProfile, FaultPlan | None], Provider]
 PROVIDERS: dict[str, ProviderFactory] = {
     "scripted": lambda p, f: ScriptedProvider(p.model, p.prices, f, p.max_retries),
@@ -56,7 +59,7 @@ class RunResult:
 
 
 class Runtime:
-    """One workspace's registries and one profile, ready to run requests."""
+    """One workspace's registries and one profile, ready to run a request."""
 
     def __init__(self, workspace: Workspace, config: WorkspaceConfig, profile: RuntimeProfile,
                  schemas: SchemaRegistry, agents: dict[str, AgentDef], skills: SkillRegistry,
@@ -110,7 +113,8 @@ class Runtime:
         if not self.profile.deterministic:
             return random_session_id()
         if self._next_n is None:  # list the store once; then count (it only grows)
-            self._next_n = len(self.store.sessions()) + 1
+            numbered = [int(s[1:]) for s in self.store.sessions() if _COUNTED.match(s)]
+            self._next_n = max(numbered, default=0) + 1
         while self.store.exists(f"s{self._next_n:04d}"):
             self._next_n += 1
         return f"s{self._next_n:04d}"
@@ -134,24 +138,29 @@ class Runtime:
                        agents=self.agents, secrets=(key,) if key else (),
                        tool_context=ToolContext(self.workspace.root, sid))
 
-    def handle_user_request(self, prompt: str, *, session_id: str | None = None
-                            ) -> Result[RunResult]:
-        """Run one request end to end. Nothing already logged is lost on an error, a crash
-        or Ctrl-C: the session is closed (not ok) with the reason before it propagates."""
+    def start_session(self, prompt: str, session_id: str | None = None) -> Session | Err:
+        """Open a session and log `session.start` (and any skipped skill files)."""
         session = self.open_session(session_id)
         if isinstance(session, Err):
             return session
-        log = session.log
-        log.append("session.start", "user", {
+        session.log.append("session.start", "user", {
             "prompt": prompt,  # redacted by the log, like every payload
             "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
             "profile": self.profile.name, "provider": self.profile.provider,
             "model": self.profile.model, "deterministic": self.profile.deterministic})
         for p in self.skills.skipped:
-            log.append("skill.skipped", "system", {"file": p.file, "field": p.field,
-                                                   "reason": p.message})
+            session.log.append("skill.skipped", "system", {"file": p.file, "field": p.field,
+                                                           "reason": p.message})
+        return session
+
+    @staticmethod
+    @contextmanager
+    def guarded(session: Session) -> Iterator[Session]:
+        """Nothing already logged is lost on a crash or Ctrl-C: the session is closed (not
+        ok) with the reason before the exception propagates, and the log is released."""
+        log = session.log
         try:
-            return self._run(session, prompt)
+            yield session
         except KeyboardInterrupt:
             log.append("session.close", "system", {"ok": False, "reason": "interrupted (Ctrl-C)"})
             raise
@@ -161,6 +170,15 @@ class Runtime:
             raise
         finally:
             log.close()
+
+    def handle_user_request(self, prompt: str, *, session_id: str | None = None
+                            ) -> Result[RunResult]:
+        """Run one request end to end (the spec's ten steps), guarded as above."""
+        session = self.start_session(prompt, session_id)
+        if isinstance(session, Err):
+            return session
+        with self.guarded(session):
+            return self._run(session, prompt)
 
     def _run(self, s: Session, prompt: str) -> Result[RunResult]:
         log = s.log

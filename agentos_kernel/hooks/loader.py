@@ -1,16 +1,15 @@
-"""Hook handlers named in `agentos.yaml`: a Python dotted path, or a command that reads the
-hook input as JSON on stdin and prints a decision as JSON on stdout."""
+"""Hook handlers named in `agentos.yaml`: a Python dotted path, or a command
+(command_hooks.py) that reads the hook input as JSON on stdin and prints a decision."""
 
 from __future__ import annotations
 
 import importlib
-import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .bus import HookDecision, HookHandler, thaw
+from .bus import HookDecision, HookHandler
+from .command_hooks import command_handler
 
 
 def resolve_callable(dotted: str) -> Callable[[Any], Any]:
@@ -25,35 +24,6 @@ def resolve_callable(dotted: str) -> Callable[[Any], Any]:
     fn = getattr(module, attr, None)
     if fn is None or not callable(fn):
         raise ValueError(f"module {module_name!r} has no function {attr!r}")
-    return fn
-
-
-def command_handler(argv: list[str], cwd: Path, hook: str, timeout_s: float) -> Callable[[Any], Any]:
-    """A handler that runs `argv` with `{"hook": ..., "input": ...}` on stdin.
-
-    The process is killed at the timeout (a command hook cannot outlive its budget); a
-    non-zero exit or output that is not a JSON decision raises, which the bus turns into
-    a deny."""
-
-    def fn(input: Any) -> dict[str, Any]:
-        proc = subprocess.run(  # L6 owns hook processes, like L1 owns tool I/O
-            argv,
-            input=json.dumps({"hook": hook, "input": thaw(input)}),
-            capture_output=True,
-            text=True,
-            cwd=cwd,
-            timeout=timeout_s,
-            check=False,
-        )
-        if proc.returncode != 0:
-            err = proc.stderr.strip().splitlines()[-1:] or ["no stderr"]
-            raise RuntimeError(f"command exited {proc.returncode}: {err[0]}")
-        try:
-            out = json.loads(proc.stdout)
-        except json.JSONDecodeError:
-            raise RuntimeError(f"command printed no JSON decision: {proc.stdout[:80]!r}") from None
-        return out
-
     return fn
 
 

@@ -19,7 +19,6 @@ output fails its schema) aborts the cycle fail-closed.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,26 +74,11 @@ def run_cycle(rt: Any, cycle_id: str, prompt: str, *, session_id: str | None = N
     if mode not in cycle.modes:
         return Err(DomainError("config", ErrorCode.UNKNOWN_ID, f"cycle {cycle.id!r} does not run in "
                                f"mode {mode!r}; its modes: {', '.join(cycle.modes)}"))
-    session = rt.open_session(session_id)
+    session = rt.start_session(prompt, session_id)
     if isinstance(session, Err):
         return session
-    log = session.log
-    log.append("session.start", "user", {
-        "prompt": prompt,  # redacted by the log, like every payload
-        "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
-        "profile": rt.profile.name, "provider": rt.profile.provider, "model": rt.profile.model,
-        "deterministic": rt.profile.deterministic})
-    try:
+    with rt.guarded(session):
         return Ok(_Cycle(rt, registry, session, cycle, prompt, mode).run())
-    except KeyboardInterrupt:
-        log.append("session.close", "system", {"ok": False, "reason": "interrupted (Ctrl-C)"})
-        raise
-    except BaseException as exc:
-        log.append("session.close", "system",
-                   {"ok": False, "reason": f"invariant violation: {type(exc).__name__}: {exc}"})
-        raise
-    finally:
-        log.close()
 
 
 class _Cycle(FanOut):

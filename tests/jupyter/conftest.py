@@ -9,8 +9,6 @@ the substitutions in nbval_sanitize.cfg. The notebooks themselves start with
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import shutil
 import tempfile
@@ -21,7 +19,6 @@ from typing import Any
 import pytest
 
 import agentos_kernel
-from agentos_kernel.cli import main as cli_main
 
 HERE = Path(__file__).resolve().parent
 REPO = Path(agentos_kernel.__file__).resolve().parents[1]
@@ -30,20 +27,10 @@ SANITIZE = HERE / "nbval_sanitize.cfg"
 TRIGGER = "test_notebooks.py"  # the notebooks are collected beside this module's tests
 
 
-@pytest.fixture(scope="session")
-def _template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dest = tmp_path_factory.mktemp("jupyter-template") / "ws"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert cli_main(["init", str(dest)]) == 0
-    return dest
-
-
 @pytest.fixture
-def ws(_template: Path, tmp_path: Path) -> Path:
-    """A fresh workspace made by `agentos init` (not the cwd)."""
-    dest = tmp_path / "ws"
-    shutil.copytree(_template, dest)
-    return dest
+def ws(workspace: Path) -> Path:
+    """A fresh workspace made by `agentos init` (tests/conftest.py's `workspace`)."""
+    return workspace
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ artifacts under docs/) is ever written into the checkout.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,6 @@ import pytest
 from agentos_kernel import Err, Event, Runtime
 from agentos_kernel.providers.faults import load_fault_plan
 from agentos_kernel.workflows.engine import CycleResult
-from agentos_kernel.workspace import CONTRACT_DIRS, reference_dir
 
 PROMPT = "review the change in auth.py"
 
@@ -49,22 +47,10 @@ def _own_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(cwd)
 
 
-@pytest.fixture(scope="session")
-def _template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dest = tmp_path_factory.mktemp("wf-template") / "ws"
-    ref = reference_dir()
-    for name in CONTRACT_DIRS:
-        shutil.copytree(ref / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(ref / "agentos.yaml", dest / "agentos.yaml")
-    return dest
-
-
 @pytest.fixture
-def ws(_template: Path, tmp_path: Path) -> Path:
-    """A fresh workspace holding the reference contracts, workflows/ included."""
-    dest = tmp_path / "ws"
-    shutil.copytree(_template, dest)
-    return dest
+def ws(workspace: Path) -> Path:
+    """A fresh workspace made by `agentos init` (tests/conftest.py's `workspace`)."""
+    return workspace
 
 
 @pytest.fixture
