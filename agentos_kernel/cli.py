@@ -100,7 +100,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"  agentos replay {sid} --at 10      # the state after event 10")
     print(f"  agentos events {sid} --type hook.fired")
     print("  agentos run 'hello, greet Ada' --faults malformed_worker   # a fail-closed path")
-    print(f"  fault presets: {', '.join(sorted(PRESETS))}")
+    print("  agentos run 'review the change in auth.py' --cycle code-review   # an L8 cycle")
+    print(f"  ({len(PRESETS)} fault presets: see `agentos run --help`)")
     return code
 
 
