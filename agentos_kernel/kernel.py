@@ -8,7 +8,6 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +18,17 @@ from .events import Event, JsonlEventStore, check_session_id
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
 from .profile import RuntimeProfile, WorkspaceConfig, load_config
+from .providers.anthropic import AnthropicProvider
 from .providers.base import Provider
 from .providers.faults import FaultPlan
+from .providers.openai_compat import OpenAICompatProvider
 from .providers.scripted import ScriptedProvider
 from .pwr import run_pwr
 from .recorder import SessionLog
 from .replay import Snapshot, replay_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
-from .session import Session
+from .session import RunResult, Session
 from .skills import SkillRegistry, discover
 from .tools import ToolContext, ToolRegistry
 from .validate import missing_schemas
@@ -37,25 +38,9 @@ _COUNTED = re.compile(r"^s\d{4,}$")  # deterministic ids: s0001, s0002, ... (nam
 ProviderFactory = Callable[[RuntimeProfile, FaultPlan | None], Provider]
 PROVIDERS: dict[str, ProviderFactory] = {
     "scripted": lambda p, f: ScriptedProvider(p.model, p.prices, f, p.max_retries),
+    "openai_compat": lambda p, f: OpenAICompatProvider.from_profile(p),
+    "anthropic": lambda p, f: AnthropicProvider.from_profile(p),
 }
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """What a finished request left behind (the log holds everything else)."""
-
-    session_id: str
-    """Where to find its log: sessions/<id>/.events.jsonl."""
-    ok: bool
-    """The session closed ok."""
-    output: str | None
-    """The worker's output."""
-    report: dict[str, Any] | None
-    """The last worker_report_v1."""
-    review: dict[str, Any] | None
-    """The last review_result_v1."""
-    log_path: Path
-    """The session's log file."""
 
 
 class Runtime:

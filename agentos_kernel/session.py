@@ -4,6 +4,7 @@ log is the state; this only holds handles and counters)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .hooks import HookBus
@@ -14,6 +15,24 @@ from .roles import AgentDef
 from .schemas import SchemaRegistry
 from .skills import Skill
 from .tools import ToolContext, ToolRegistry
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a finished request left behind (the log holds everything else)."""
+
+    session_id: str
+    """Where to find its log: sessions/<id>/.events.jsonl."""
+    ok: bool
+    """The session closed ok."""
+    output: str | None
+    """The worker's output."""
+    report: dict[str, Any] | None
+    """The last worker_report_v1."""
+    review: dict[str, Any] | None
+    """The last review_result_v1."""
+    log_path: Path
+    """The session's log file."""
 
 
 @dataclass

@@ -8,13 +8,17 @@ wire fixtures or a loopback server; tests never reach the network.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import pytest
 
 from agentos_kernel import Err, ErrorCode, Ok, SchemaRegistry
+from agentos_kernel.errors import Result
+from agentos_kernel.providers.anthropic import AnthropicProvider
 from agentos_kernel.providers.base import (
     CompletionRequest,
     CompletionResponse,
@@ -24,8 +28,10 @@ from agentos_kernel.providers.base import (
     complete_with_retries,
 )
 from agentos_kernel.providers.faults import Fault, FaultPlan
+from agentos_kernel.providers.openai_compat import OpenAICompatProvider
 from agentos_kernel.providers.scripted import ScriptedProvider
 from agentos_kernel.workspace import reference_dir
+from tests.providers.loopback import Loopback, loopback_server
 
 ROLE_SCHEMAS = ("lead_directive_v1", "plan_v1", "worker_report_v1", "review_result_v1")
 
@@ -47,9 +53,64 @@ def _scripted() -> ProviderUnderTest:
     return ProviderUnderTest(make, transient=2)
 
 
+# The HTTP adapters run against one loopback server per module (started on first use,
+# stopped by `_loopback_stopped`); each adapter built gets its own path prefix, so the
+# server can fail "the first N attempts" of exactly that adapter.
+_LOOPBACK: list[Loopback] = []
+_SERVERS = ExitStack()
+_PREFIX = itertools.count(1)
+
+
+def _http(build: Callable[[str, Callable[[float], None]], Provider], status: int) -> ProviderUnderTest:
+    def make(condition: str) -> Provider:
+        if not _LOOPBACK:
+            _LOOPBACK.append(_SERVERS.enter_context(loopback_server()))
+        prefix = f"/{condition}-{next(_PREFIX)}"
+        times = {"healthy": 0, "flaky": 2, "down": -1}[condition]
+        if times:
+            _LOOPBACK[0].fail_first[prefix] = (status, times)
+        return build(_LOOPBACK[0].url + prefix, lambda s: None)  # back off without sleeping
+
+    return ProviderUnderTest(make, transient=2)
+
+
+def _openai_compat() -> ProviderUnderTest:
+    return _http(lambda url, sleep: OpenAICompatProvider("scripted-1", base_url=url + "/v1",
+                                                         max_retries=2, sleep=sleep), 503)
+
+
+def _anthropic() -> ProviderUnderTest:
+    def build(url: str, sleep: Callable[[float], None]) -> Provider:
+        return _Keyed(AnthropicProvider("scripted-1", base_url=url, max_retries=2, sleep=sleep,
+                                        api_key_env="AGENTOS_TEST_ANTHROPIC_KEY"))
+
+    return _http(build, 429)
+
+
+class _Keyed:
+    """Sets the test key only while a call runs, so no other test sees it in the environment."""
+
+    def __init__(self, inner: AnthropicProvider) -> None:
+        self.inner, self.name = inner, inner.name
+
+    def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("AGENTOS_TEST_ANTHROPIC_KEY", "test-key")
+            return self.inner.complete(request)
+
+
 PROVIDERS: dict[str, Callable[[], ProviderUnderTest]] = {
     "scripted": _scripted,
+    "openai_compat": _openai_compat,
+    "anthropic": _anthropic,
 }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _loopback_stopped() -> Iterator[None]:
+    yield
+    _SERVERS.close()
+    _LOOPBACK.clear()
 
 
 @pytest.fixture(params=sorted(PROVIDERS))

@@ -1,0 +1,98 @@
+"""The one place the HTTP adapters touch the network: POST JSON with urllib, map every
+transport outcome to a ProviderFault (or TimeoutError) so `complete_with_retries` decides
+about retries, and hand back plain dicts only (no urllib object leaves this module)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ..redaction import redact
+from .base import ProviderFault
+
+_SNIPPET = 300  # enough of an error body to act on, short enough for an event
+
+
+def post_json(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float,
+              *, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """POST `body` as JSON and return the decoded JSON object.
+
+    429 and 5xx are retryable (rate limits and overloads pass); other 4xx are not (the same
+    request would fail again). Connection errors are retryable; timeouts raise TimeoutError,
+    which the retry helper counts as transient. Messages are redacted: the key must never
+    reach a log through an echoed header or body."""
+    if not url.startswith(("http://", "https://")):
+        # urllib would also open file:// and ftp:// URLs; a profile typo must not read files.
+        raise ProviderFault(f"base_url must be http(s): {url}", retryable=False)
+    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    req = urllib.request.Request(url, data=data, method="POST",
+                                 headers={"content-type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            raw = resp.read()
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+        text = _read(exc)
+        retryable = status == 429 or status >= 500
+        raise ProviderFault(redact(f"HTTP {status} from {url}: {text}", secrets),
+                            retryable=retryable) from None
+    except TimeoutError:
+        raise TimeoutError(f"no answer from {url} within {timeout_s}s") from None
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            raise TimeoutError(f"no answer from {url} within {timeout_s}s") from None
+        raise ProviderFault(f"cannot reach {url}: {exc.reason}", retryable=True) from None
+    except (ConnectionError, OSError) as exc:  # reset mid-read: the next attempt may work
+        raise ProviderFault(f"connection to {url} failed: {exc}", retryable=True) from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        # A 200 with a non-JSON body is usually a proxy or gateway page: worth one more try.
+        raise ProviderFault(redact(f"non-JSON answer from {url}: {raw[:_SNIPPET]!r}", secrets),
+                            retryable=True) from None
+    if not isinstance(doc, dict):
+        raise ProviderFault(f"answer from {url} is not a JSON object", retryable=False)
+    return doc
+
+
+def _read(exc: urllib.error.HTTPError) -> str:
+    try:
+        return exc.read()[:_SNIPPET].decode("utf-8", "replace")
+    except OSError:
+        return "(no body)"
+    finally:
+        exc.close()
+
+
+def cost(prices: dict[str, float], input_tokens: int, output_tokens: int) -> float:
+    """USD from the profile's price table; 0.0 when it names no prices (no guessed rates)."""
+    usd = (input_tokens * prices.get("input_per_mtok", 0.0)
+           + output_tokens * prices.get("output_per_mtok", 0.0)) / 1e6
+    return round(usd, 8)
+
+
+def tool_message(content: str) -> dict[str, Any]:
+    """The runtime's role "tool" message body: {"id", "name", "result"|"error"} (roles.py)."""
+    try:
+        body = json.loads(content)
+    except json.JSONDecodeError:
+        body = None
+    if not isinstance(body, dict) or not isinstance(body.get("id"), str):
+        raise ProviderFault("a tool message is not the runtime's {id, name, result|error} JSON",
+                            retryable=False)
+    return body
+
+
+def assistant_tool_calls(content: str) -> list[dict[str, Any]] | None:
+    """The calls in an assistant message the runtime wrote as {"tool_calls": [...]}, else None."""
+    if not content.startswith("{"):
+        return None
+    try:
+        body = json.loads(content)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(body, dict) and set(body) == {"tool_calls"} and isinstance(body["tool_calls"], list):
+        return body["tool_calls"]
+    return None

@@ -1,0 +1,141 @@
+"""The Anthropic adapter (`provider: anthropic`): the Messages API over HTTP.
+
+Plain urllib, no SDK (the same reasoning as openai_compat.py). The v1 conversation is
+flat role/content strings; the Messages API wants `system` at the top level, tool calls
+as `tool_use` blocks and tool results as `tool_result` blocks in a user turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DomainError, Err, ErrorCode, Result
+from ..tools import ToolCall
+from ._http import assistant_tool_calls, cost, post_json, tool_message
+from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage, complete_with_retries
+
+if TYPE_CHECKING:
+    from ..profile import RuntimeProfile
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens; v1 makes it optional
+STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_use",
+        "max_tokens": "max_tokens", "refusal": "safety"}
+
+
+class AnthropicProvider:
+    """POST {base_url}/v1/messages with x-api-key from the env var the profile names."""
+
+    name = "anthropic"
+
+    def __init__(self, model: str, *, base_url: str | None = None,
+                 api_key_env: str | None = "ANTHROPIC_API_KEY", prices: dict[str, float] | None = None,
+                 max_retries: int = 2, timeout_s: float = 60.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.model = model
+        self.url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
+        self.api_key_env = api_key_env or "ANTHROPIC_API_KEY"
+        self.prices = dict(prices or {})
+        self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
+
+    @classmethod
+    def from_profile(cls, profile: RuntimeProfile) -> AnthropicProvider:
+        """The registry's factory (kernel.PROVIDERS). No FaultPlan: a real adapter's faults
+        come from the wire (tests use a loopback server)."""
+        return cls(profile.model, base_url=profile.base_url, api_key_env=profile.api_key_env,
+                   prices=profile.prices, max_retries=profile.max_retries,
+                   timeout_s=profile.timeout_s)
+
+    def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
+        # Read at call time, not in the factory: a missing key is a logged provider failure
+        # of this call, not a reason the workspace cannot load.
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
+                                   f"environment variable {self.api_key_env} (api_key_env) is not "
+                                   "set; export the Anthropic API key there", retryable=False))
+        headers = {"x-api-key": key, "anthropic-version": API_VERSION}
+
+        def attempt(req: CompletionRequest) -> CompletionResponse:
+            doc = post_json(self.url, to_wire(req), headers, self.timeout_s, secrets=(key,))
+            return self._from_wire(doc, req)
+
+        return complete_with_retries(attempt, request, max_retries=self.max_retries,
+                                     sleep=self._sleep)
+
+    def _from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
+        blocks = doc.get("content")
+        if not isinstance(blocks, list):
+            raise ProviderFault("Messages API answer has no content list", retryable=False)
+        text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        calls = []
+        for b in blocks:
+            if b.get("type") != "tool_use":
+                continue
+            if not b.get("id") or not b.get("name") or not isinstance(b.get("input"), dict):
+                raise ProviderFault("tool_use block without id, name or object input",
+                                    retryable=False)
+            calls.append(ToolCall(str(b["id"]), str(b["name"]), b["input"]))
+        reason = STOP.get(doc.get("stop_reason") or "", "tool_use" if calls else "stop")
+        usage = doc.get("usage") or {}
+        tin, tout = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        return CompletionResponse(text=text, tool_calls=tuple(calls), finish_reason=reason,
+                                  usage=Usage(tin, tout, cost(self.prices, tin, tout)),
+                                  model=str(doc.get("model") or request.model))
+
+
+def to_wire(request: CompletionRequest) -> dict[str, Any]:
+    """completion_request_v1 -> a Messages API request body."""
+    system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+    messages: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m["role"] == "system":
+            continue
+        turn = _turn(m)
+        last = messages[-1] if messages else None
+        # The API wants user/assistant turns to alternate: tool results that follow one
+        # another (and anything else of the same role) go into one turn as blocks.
+        if last is not None and last["role"] == turn["role"]:
+            last["content"] = _blocks(last["content"]) + _blocks(turn["content"])
+        else:
+            messages.append(turn)
+    body: dict[str, Any] = {"model": request.model, "messages": messages,
+                            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS}
+    if system:
+        body["system"] = system
+    if request.tools:
+        body["tools"] = [{"name": t["name"], "description": t.get("description", ""),
+                          "input_schema": t.get("input_schema", {"type": "object"})}
+                         for t in request.tools]
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
+
+
+def _turn(m: dict[str, str]) -> dict[str, Any]:
+    role, content = m["role"], m["content"]
+    if role == "tool":
+        body = tool_message(content)
+        failed = "result" not in body
+        out = body.get("error") if failed else body["result"]
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": body["id"],
+                                 "content": json.dumps(out, ensure_ascii=False, sort_keys=True)}
+        if failed:
+            block["is_error"] = True
+        return {"role": "user", "content": [block]}
+    if role == "assistant":
+        calls = assistant_tool_calls(content)
+        if calls is not None:
+            return {"role": "assistant", "content": [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c.get("args", {})}
+                for c in calls]}
+    return {"role": "assistant" if role == "assistant" else "user", "content": content}
+
+
+def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content

@@ -1,0 +1,135 @@
+"""The OpenAI-compatible adapter (`provider: openai_compat`): chat-completions over HTTP.
+
+Serves OpenAI itself and local servers that speak the same wire format (Ollama, vLLM,
+llama.cpp). Plain urllib, no SDK: the wire format is small and a dependency would be the
+only thing in the kernel that needs one. Nothing but v1 values leaves this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DomainError, Err, ErrorCode, Result
+from ..tools import ToolCall
+from ._http import assistant_tool_calls, cost, post_json, tool_message
+from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage, complete_with_retries
+
+if TYPE_CHECKING:
+    from ..profile import RuntimeProfile
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+FINISH = {"stop": "stop", "tool_calls": "tool_use", "function_call": "tool_use",
+          "length": "max_tokens", "content_filter": "safety"}
+
+
+class OpenAICompatProvider:
+    """POST {base_url}/chat/completions; Bearer key from the env var the profile names."""
+
+    name = "openai_compat"
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
+                 prices: dict[str, float] | None = None, max_retries: int = 2,
+                 timeout_s: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.model = model
+        self.url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
+        self.api_key_env = api_key_env
+        self.prices = dict(prices or {})
+        self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
+
+    @classmethod
+    def from_profile(cls, profile: RuntimeProfile) -> OpenAICompatProvider:
+        """The registry's factory (kernel.PROVIDERS). No FaultPlan: a real adapter's faults
+        come from the wire (tests use a loopback server)."""
+        return cls(profile.model, base_url=profile.base_url, api_key_env=profile.api_key_env,
+                   prices=profile.prices, max_retries=profile.max_retries,
+                   timeout_s=profile.timeout_s)
+
+    def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
+        headers: dict[str, str] = {}
+        secrets: tuple[str, ...] = ()
+        if self.api_key_env:  # unset means a local server that wants no key
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
+                                       f"environment variable {self.api_key_env} (api_key_env) is "
+                                       "not set; export the API key there", retryable=False))
+            headers["authorization"] = f"Bearer {key}"
+            secrets = (key,)
+
+        def attempt(req: CompletionRequest) -> CompletionResponse:
+            doc = post_json(self.url, to_wire(req), headers, self.timeout_s, secrets=secrets)
+            return self._from_wire(doc, req)
+
+        return complete_with_retries(attempt, request, max_retries=self.max_retries,
+                                     sleep=self._sleep)
+
+    def _from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
+        try:
+            choice = doc["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderFault("chat completion has no choices[0].message", retryable=False) from None
+        calls = tuple(_tool_call(c) for c in message.get("tool_calls") or ())
+        reason = FINISH.get(choice.get("finish_reason") or "", "tool_use" if calls else "stop")
+        usage = doc.get("usage") or {}
+        tin, tout = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        return CompletionResponse(text=message.get("content") or "", tool_calls=calls,
+                                  finish_reason=reason,
+                                  usage=Usage(tin, tout, cost(self.prices, tin, tout)),
+                                  model=str(doc.get("model") or request.model))
+
+
+def to_wire(request: CompletionRequest) -> dict[str, Any]:
+    """completion_request_v1 -> a chat-completions request body."""
+    body: dict[str, Any] = {"model": request.model, "messages": [_message(m) for m in request.messages]}
+    if request.tools:
+        body["tools"] = [{"type": "function",
+                          "function": {"name": t["name"], "description": t.get("description", ""),
+                                       "parameters": t.get("input_schema", {"type": "object"})}}
+                         for t in request.tools]
+    if request.max_tokens is not None:
+        # `max_tokens`, not `max_completion_tokens`: the older name is what compatible
+        # servers accept, and OpenAI still honours it for chat models.
+        body["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
+
+
+def _message(m: dict[str, str]) -> dict[str, Any]:
+    role, content = m["role"], m["content"]
+    if role == "tool":
+        body = tool_message(content)
+        out = body["result"] if "result" in body else {"error": body.get("error")}
+        return {"role": "tool", "tool_call_id": body["id"],
+                "content": json.dumps(out, ensure_ascii=False, sort_keys=True)}
+    if role == "assistant":
+        calls = assistant_tool_calls(content)
+        if calls is not None:
+            return {"role": "assistant", "content": None, "tool_calls": [
+                {"id": c["id"], "type": "function",
+                 "function": {"name": c["name"],
+                              "arguments": json.dumps(c.get("args", {}), ensure_ascii=False)}}
+                for c in calls]}
+    return {"role": role, "content": content}
+
+
+def _tool_call(raw: dict[str, Any]) -> ToolCall:
+    fn = raw.get("function") or {}
+    args_text = fn.get("arguments")
+    try:
+        # Arguments arrive as a JSON string; some compatible servers send an object already.
+        args = args_text if isinstance(args_text, dict) else json.loads(args_text or "{}")
+    except (TypeError, json.JSONDecodeError):
+        args = None
+    if not isinstance(args, dict):
+        # The same prompt would most likely produce the same bad arguments: not retryable.
+        raise ProviderFault(f"tool call {fn.get('name')!r} has arguments that are not a JSON "
+                            "object", retryable=False)
+    if not raw.get("id") or not fn.get("name"):
+        raise ProviderFault("tool call without id or function name", retryable=False)
+    return ToolCall(str(raw["id"]), str(fn["name"]), args)

@@ -1,0 +1,188 @@
+"""A loopback model server for the HTTP adapters: http.server on 127.0.0.1 (port 0) in a
+thread. It records every request and answers either from a per-test queue of canned
+(status, body) replies or, when the queue is empty, as a model would: it turns the wire
+request back into a v1 request, lets the scripted provider answer it, and encodes that
+answer in the same dialect. So a run through an adapter and a scripted run see the same
+model, and any loss in the adapter's translation shows up as a different answer.
+
+Nothing here reaches anything but 127.0.0.1; the number of requests served is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from agentos_kernel import Ok
+from agentos_kernel.providers.base import CompletionRequest, CompletionResponse
+from agentos_kernel.providers.scripted import ScriptedProvider
+
+MAX_REQUESTS = 500  # a retry loop that never ends fails the test instead of hanging it
+
+
+@dataclass(frozen=True)
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass
+class Loopback:
+    """The running server: `url`, `requests` seen, `replies` to give before the model answers."""
+
+    url: str
+    requests: list[Recorded] = field(default_factory=list)
+    replies: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    fail_first: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Path prefix -> (status, how many): the first N requests under it get `status` (-1: all)."""
+    _seen: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+        with self.lock:
+            self.requests.append(Recorded(path, headers, body))
+            if len(self.requests) > MAX_REQUESTS:
+                return 400, {"error": "loopback request budget exhausted"}
+            prefix = "/" + path.strip("/").split("/")[0]
+            n = self._seen[prefix] = self._seen.get(prefix, 0) + 1
+            status, times = self.fail_first.get(prefix, (0, 0))
+            if status and (times < 0 or n <= times):
+                return status, {"error": {"type": "overloaded", "message": f"canned {status}"}}
+            if self.replies:
+                return self.replies.pop(0)
+        if path.endswith("/chat/completions"):
+            return 200, openai_answer(body)
+        if path.endswith("/v1/messages"):
+            return 200, anthropic_answer(body)
+        return 404, {"error": f"no route {path}"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {"_raw": raw.decode("utf-8", "replace")}
+        status, reply = self.server.loopback.answer(
+            self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        data = reply if isinstance(reply, bytes) else json.dumps(reply).encode("utf-8")
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep pytest output clean
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    loopback: Loopback
+
+
+@contextmanager
+def loopback_server() -> Iterator[Loopback]:
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.loopback = Loopback(f"http://127.0.0.1:{server.server_address[1]}")
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield server.loopback
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+# -- the model behind the server: wire -> v1 -> scripted -> wire ---------------------------------
+
+_BRAIN = ScriptedProvider("scripted-1", None, None, max_retries=0)
+
+
+def _think(messages: list[dict[str, str]], tools: list[dict[str, Any]] | None,
+           model: str) -> CompletionResponse:
+    got = _BRAIN.complete(CompletionRequest(tuple(messages), model, tuple(tools) if tools else None))
+    assert isinstance(got, Ok), got
+    return got.value
+
+
+def _tool_body(call_id: str, names: dict[str, str], out: Any, failed: bool) -> str:
+    body = {"id": call_id, "name": names.get(call_id, "?"), "error" if failed else "result": out}
+    return json.dumps(body, sort_keys=True)
+
+
+def _calls_json(calls: list[tuple[str, str, Any]]) -> str:
+    return json.dumps({"tool_calls": [{"id": i, "name": n, "args": a} for i, n, a in calls]},
+                      sort_keys=True)
+
+
+def openai_answer(body: dict[str, Any]) -> dict[str, Any]:
+    names: dict[str, str] = {}
+    messages: list[dict[str, str]] = []
+    for m in body["messages"]:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            calls = [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+                     for c in m["tool_calls"]]
+            names.update({i: n for i, n, _ in calls})
+            messages.append({"role": "assistant", "content": _calls_json(calls)})
+        elif m["role"] == "tool":
+            out = json.loads(m["content"])
+            failed = isinstance(out, dict) and set(out) == {"error"}
+            messages.append({"role": "tool", "content": _tool_body(
+                m["tool_call_id"], names, out["error"] if failed else out, failed)})
+        else:
+            messages.append({"role": m["role"], "content": m["content"]})
+    tools = [{"name": t["function"]["name"], "description": t["function"]["description"],
+              "input_schema": t["function"]["parameters"]} for t in body.get("tools") or ()]
+    resp = _think(messages, tools, body["model"])
+    message: dict[str, Any] = {"role": "assistant", "content": resp.text or None}
+    if resp.tool_calls:
+        message["tool_calls"] = [{"id": c.id, "type": "function",
+                                  "function": {"name": c.name, "arguments": json.dumps(c.args)}}
+                                 for c in resp.tool_calls]
+    return {"id": "chatcmpl-1", "object": "chat.completion", "model": resp.model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if resp.tool_calls else "stop"}],
+            "usage": {"prompt_tokens": resp.usage.input_tokens,
+                      "completion_tokens": resp.usage.output_tokens,
+                      "total_tokens": resp.usage.input_tokens + resp.usage.output_tokens}}
+
+
+def anthropic_answer(body: dict[str, Any]) -> dict[str, Any]:
+    names: dict[str, str] = {}
+    messages = [{"role": "system", "content": body["system"]}] if body.get("system") else []
+    for m in body["messages"]:
+        if isinstance(m["content"], str):
+            messages.append({"role": m["role"], "content": m["content"]})
+            continue
+        for b in m["content"]:
+            if b["type"] == "tool_use":
+                names[b["id"]] = b["name"]
+                messages.append({"role": "assistant",
+                                 "content": _calls_json([(b["id"], b["name"], b["input"])])})
+            elif b["type"] == "tool_result":
+                messages.append({"role": "tool", "content": _tool_body(
+                    b["tool_use_id"], names, json.loads(b["content"]), bool(b.get("is_error")))})
+            else:
+                messages.append({"role": m["role"], "content": b["text"]})
+    resp = _think(messages, list(body.get("tools") or ()), body["model"])
+    content: list[dict[str, Any]] = [{"type": "text", "text": resp.text}] if resp.text else []
+    content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args}
+                for c in resp.tool_calls]
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": resp.model,
+            "content": content, "stop_reason": "tool_use" if resp.tool_calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": resp.usage.input_tokens,
+                      "output_tokens": resp.usage.output_tokens}}
