@@ -1,7 +1,7 @@
 """`agentos`: the command line. Thin: parse, call the library, print.
 
-Exit codes: 0 ok; 1 the session closed not ok, or validate found problems;
-2 bad arguments, config or workspace; 130 interrupted.
+Exit codes: 0 ok; 1 the session closed not ok, validate found problems, or `rerun --verify`
+diverged; 2 bad arguments, config, workspace or unknown session; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -146,6 +146,23 @@ def cmd_events(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_rerun(args: argparse.Namespace) -> int:
+    from .rerun import rerun  # only this command needs it
+
+    rt = _runtime(args)
+    result = rerun(rt, _session_arg(args.session_id))
+    if isinstance(result, Err):  # it could not be re-run: no new session was made
+        raise UsageError(result.error.message)
+    report = result.value
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str))
+    else:
+        _print_run(rt, report.rerun_session)
+        print()
+        print(report.verdict())
+    return EXIT_NOT_OK if args.verify and not report.identical else EXIT_OK
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     ws, problems = validate_workspace(Path(args.path) if args.path else args.workspace)
     where = "bundled reference workspace" if ws.bundled else str(ws.root)
@@ -217,6 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", metavar="T", help="only events of type T (or T.*), e.g. hook.fired, tool")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
     p.set_defaults(fn=cmd_events)
+
+    p = sub.add_parser("rerun", help="run a recorded session again on its recorded model answers and "
+                                     "tool results (no side effects) and compare the two logs")
+    p.add_argument("session_id")
+    p.add_argument("--verify", action="store_true",
+                   help="exit 1 when the re-run diverges from the log (else only report it)")
+    p.add_argument("--json", action="store_true", help="print the rerun report as JSON instead")
+    p.set_defaults(fn=cmd_rerun)
 
     p = sub.add_parser("validate", help="check every contract file of a workspace (file: field: problem)")
     p.add_argument("path", nargs="?", help="workspace directory (default: as --workspace)")

@@ -32,7 +32,7 @@ from .session import RunResult, Session
 from .skills import SkillRegistry, discover
 from .tools import ToolContext, ToolRegistry
 from .validate import missing_schemas
-from .workspace import Workspace, find_workspace
+from .workspace import Workspace, find_workspace, reference_dir
 
 _COUNTED = re.compile(r"^s\d{4,}$")  # deterministic ids: s0001, s0002, ... (named ones are skipped)
 ProviderFactory = Callable[[RuntimeProfile, FaultPlan | None], Provider]
@@ -48,8 +48,10 @@ class Runtime:
 
     def __init__(self, workspace: Workspace, config: WorkspaceConfig, profile: RuntimeProfile,
                  schemas: SchemaRegistry, agents: dict[str, AgentDef], skills: SkillRegistry,
-                 tools: ToolRegistry, hooks: HookBus, faults: FaultPlan | None = None) -> None:
+                 tools: ToolRegistry, hooks: HookBus, faults: FaultPlan | None = None,
+                 provider_factory: ProviderFactory | None = None) -> None:
         self.workspace, self.config, self.profile = workspace, config, profile
+        self.provider_factory = provider_factory  # None: PROVIDERS[profile.provider]; rerun: a cassette
         self.schemas, self.agents, self.skills, self.tools, self.hooks = (
             schemas, agents, skills, tools, hooks)
         self.faults = faults
@@ -78,7 +80,7 @@ class Runtime:
         agents = load_agents(agents_dir, schemas, ws.shown(agents_dir))
         skills = discover([ws.contract_dir(r) if r == "skills" else ws.root / r
                            for r in config.skill_roots], schemas,
-                          base=ws.root if not ws.bundled else None)
+                          base=reference_dir() if ws.bundled else ws.root)
         hooks = HookBus()
         problems = []
         entries = list(config.hooks) + list(faults.hooks if faults else ())
@@ -118,7 +120,8 @@ class Runtime:
         log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
                          CounterIds() if det else RandomIds(), sid, secrets=(key,) if key else ())
         return Session(log=log, profile=self.profile,
-                       provider=PROVIDERS[self.profile.provider](self.profile, self.faults),
+                       provider=(self.provider_factory or PROVIDERS[self.profile.provider])(
+                           self.profile, self.faults),
                        tools=self.tools, hooks=self.hooks, schemas=self.schemas,
                        agents=self.agents, secrets=(key,) if key else (),
                        tool_context=ToolContext(self.workspace.root, sid))

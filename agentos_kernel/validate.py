@@ -15,7 +15,7 @@ from .roles import load_agents
 from .schemas import SchemaRegistry
 from .skills import discover
 from .tools import ToolDef
-from .workspace import Workspace, find_workspace
+from .workspace import Workspace, find_workspace, reference_dir
 
 
 def validate_workspace(path: Path | None = None) -> tuple[Workspace, list[Problem]]:
@@ -41,7 +41,7 @@ def validate_workspace(path: Path | None = None) -> tuple[Workspace, list[Proble
         problems += exc.problems
     roots = list(config.skill_roots) if config else ["skills"]
     skills = discover([ws.contract_dir(r) if r == "skills" else ws.root / r for r in roots], schemas,
-                      base=None if ws.bundled else ws.root)
+                      base=reference_dir() if ws.bundled else ws.root)
     problems += skills.skipped
     known_tools = {t.name for t in BUILTIN_TOOLS}
     for skill in skills.skills.values():
