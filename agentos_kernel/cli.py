@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from . import __version__
 from .errors import ContractError, Err
 from .events import LogError, check_session_id
 from .kernel import Runtime
@@ -200,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workspace", type=Path, default=None,
                         help="workspace directory holding agentos.yaml (default: the nearest parent "
                              "of the current directory that has one, else the bundled reference)")
+    parser.add_argument("--version", action="version", version=f"agentos-kernel {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("demo", help="run the canonical request 'hello, greet Ada' and show its trace")

@@ -180,3 +180,12 @@ def test_import_does_not_load_the_notebook_stack(module: str) -> None:
                           cwd=REPO.parent)
     assert json.loads(proc.stdout) == []
 
+
+
+def test_version_names_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["--version"])
+    assert exit_.value.code == 0
+    from agentos_kernel import __version__
+
+    assert capsys.readouterr().out.strip() == f"agentos-kernel {__version__}"
