@@ -161,7 +161,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         _print_run(rt, report.rerun_session)
         print()
         print(report.verdict())
-    return EXIT_NOT_OK if args.verify and not report.identical else EXIT_OK
+    return EXIT_NOT_OK if args.verify and not report.verified else EXIT_OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

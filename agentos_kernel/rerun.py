@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .errors import DomainError, Err, ErrorCode, Ok, Result
-from .events import Event, check_session_id
+from .events import Event, check_session_id, verify_chain
 from .kernel import Runtime
 from .logdiff import MISSING, first_difference, rename_session, short
 from .providers.cassette import CassetteProvider
@@ -57,14 +57,24 @@ class RerunReport:
     """Event pairs compared: the whole log when identical, else up to the divergence."""
     first_divergence: Divergence | None
     """Where the logs first differ (None when identical)."""
+    chain_broken_at: int | None = None
+    """The recorded event whose hash chain does not match (edited after it was written), if any."""
+
+    @property
+    def verified(self) -> bool:
+        """Identical behaviour and an intact recorded log."""
+        return self.identical and self.chain_broken_at is None
 
     def verdict(self) -> str:
         """One line: `rerun s0002 matches s0001 (32 events)` or where it diverged."""
+        tamper = (f"; the recorded log's hash chain breaks at event {self.chain_broken_at} "
+                  "(edited after it was written)" if self.chain_broken_at is not None else "")
         if self.first_divergence is None:
-            return f"rerun {self.rerun_session} matches {self.original} ({self.events_compared} events)"
+            return (f"rerun {self.rerun_session} matches {self.original} "
+                    f"({self.events_compared} events){tamper}")
         d = self.first_divergence
         return (f"rerun {self.rerun_session} of {self.original} diverged at event {d.index}: {d.path}: "
-                f"recorded {short(d.recorded)} new {short(d.new)}")
+                f"recorded {short(d.recorded)} new {short(d.new)}{tamper}")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data."""
@@ -81,7 +91,9 @@ def rerun(runtime: Runtime, session_id: str, *, new_session_id: str | None = Non
     if not runtime.store.exists(session_id):
         return Err(DomainError("config", ErrorCode.UNKNOWN_ID,
                                f"no session {session_id!r} in {runtime.workspace.sessions}"))
-    recorded = [e for e in runtime.events(session_id) if e.type not in NOT_RUN]
+    logged = runtime.events(session_id)
+    broken = verify_chain(logged)
+    recorded = [e for e in logged if e.type not in NOT_RUN]
     start = next((e for e in recorded if e.type == "session.start"), None)
     if start is None:
         return Err(DomainError("config", ErrorCode.UNKNOWN_ID,
@@ -104,7 +116,7 @@ def rerun(runtime: Runtime, session_id: str, *, new_session_id: str | None = Non
     if isinstance(ran, Err) and ran.error.session_id is None:  # refused before the session opened
         return ran
     count, divergence = compare(recorded, copy.events(new_id), rename)
-    return Ok(RerunReport(session_id, new_id, divergence is None, count, divergence))
+    return Ok(RerunReport(session_id, new_id, divergence is None, count, divergence, broken))
 
 
 def _runtime_for(rt: Runtime, profile_name: str | None) -> Runtime:

@@ -98,6 +98,14 @@ def test_tampered_llm_response_is_detected(workspace: Path, run_request: RunRequ
     assert d is not None and d.path == "payload.intent"
     assert run.events[d.index - 1].type == "lead.directive"
     assert d.new == "Do something else entirely"
+    # The edit also breaks the recorded log's hash chain, at the edited line.
+    assert report.chain_broken_at == lead["seq"] and not report.verified
+    assert f"hash chain breaks at event {lead['seq']}" in report.verdict()
+
+
+def test_an_untouched_log_has_an_intact_chain(workspace: Path, run_request: RunRequest) -> None:
+    report = _rerun(workspace, run_request().session_id)
+    assert report.chain_broken_at is None and report.verified
 
 
 def test_redacted_prompt_is_refused(workspace: Path, run_request: RunRequest) -> None:
