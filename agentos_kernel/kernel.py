@@ -92,8 +92,11 @@ class Runtime:
                 problems.append(Problem(config.file, where, str(exc).strip("'\"")))
         if problems:
             raise ContractError(problems)
-        return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(BUILTIN_TOOLS), hooks,
-                   faults)
+        tools = BUILTIN_TOOLS
+        if config.mcp_servers:  # the MCP SDK is imported only by a workspace that names a server
+            from .mcp import bridge_servers
+            schemas, tools = bridge_servers(config, schemas, ws.root, BUILTIN_TOOLS)
+        return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(tools), hooks, faults)
 
     # -- running ----------------------------------------------------------------------
     def new_session_id(self) -> str:

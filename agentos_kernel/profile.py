@@ -57,6 +57,23 @@ class RuntimeProfile:
 
 
 @dataclass(frozen=True)
+class McpServerConfig:
+    """One `mcp_servers` entry of agentos.yaml: a stdio MCP server whose tools the runtime
+    registers as `<name>__<tool>` (agentos_kernel/mcp.py does the bridging)."""
+
+    name: str
+    """Server name, the prefix of its tools' names (lowercase letters, digits, `-`)."""
+    command: tuple[str, ...]
+    """Executable and arguments; relative paths resolve against the workspace root."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment variables, merged over the SDK's safe default environment."""
+    timeout_s: float = 30.0
+    """Bound on the server's start-up and on each tool call."""
+    where: str = "mcp_servers[0]"
+    """Its position in agentos.yaml, named in every error about it."""
+
+
+@dataclass(frozen=True)
 class WorkspaceConfig:
     """agentos.yaml, checked against workspace_config_v1."""
 
@@ -70,6 +87,8 @@ class WorkspaceConfig:
     """Hook entries: event, handler|command, priority, timeout_s, id."""
     skill_roots: tuple[str, ...] = ("skills",)
     """Directories scanned for */SKILL.md, relative to the workspace."""
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    """MCP servers whose tools are added to the tool registry."""
 
     def profile(self, name: str | None = None) -> RuntimeProfile:
         """A profile by name; KeyError names the bad key and the known ones."""
@@ -111,7 +130,14 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
             problems.append(Problem(shown, f"profiles.{p.name}.agents",
                                     "the reviewer would review its own work: give reviewer and "
                                     "worker different agents (SELF_REVIEW)"))
+    servers = tuple(McpServerConfig(e["name"], tuple(e["command"]), dict(e.get("env") or {}),
+                                    e.get("timeout_s", 30.0), f"mcp_servers[{i}]")
+                    for i, e in enumerate(doc.get("mcp_servers") or ()))
+    for i, server in enumerate(servers):
+        if server.name in {s.name for s in servers[:i]}:  # the name prefixes its tools' names
+            problems.append(Problem(shown, f"{server.where}.name",
+                                    f"server name {server.name!r} is used by an earlier entry"))
     if problems:
         raise ContractError(problems)
     return WorkspaceConfig(shown, doc["default_profile"], profiles, tuple(doc.get("hooks") or ()),
-                           tuple(doc.get("skill_roots") or ("skills",)))
+                           tuple(doc.get("skill_roots") or ("skills",)), servers)

@@ -59,6 +59,30 @@ class SchemaRegistry:
             raise ContractError(problems)
         return cls(schemas, files)
 
+    def with_schemas(self, docs: dict[str, dict[str, Any]], source: str) -> SchemaRegistry:
+        """A new registry with `docs` (id -> schema) added, for schemas that come from
+        somewhere other than a file (an MCP tool's inputSchema); `source` names where in
+        problems and `file()`. Each is meta-checked; ContractError names each bad one."""
+        schemas, files = dict(self._schemas), dict(self._files)
+        problems = []
+        for sid, doc in docs.items():
+            if sid in schemas:
+                problems.append(Problem(source, sid, f"schema id {sid!r} is already defined in "
+                                        f"{files[sid]}"))
+                continue
+            try:
+                jsonschema_rs.meta.validate(doc)
+            except jsonschema_rs.ValidationError as exc:
+                problems.append(Problem(source, sid, "not a valid draft 2020-12 schema: "
+                                        f"{str(exc).splitlines()[0]}"))
+                continue
+            schemas[sid], files[sid] = {**doc, "$id": sid}, Path(source)
+        # a $ref the registry cannot resolve would otherwise fail at first use with a ValueError
+        problems += [p for p in _dangling_refs(schemas, files) if p.file == str(Path(source))]
+        if problems:
+            raise ContractError(problems)
+        return SchemaRegistry(schemas, files)
+
     def ids(self) -> list[str]:
         """Every loaded schema id, sorted."""
         return sorted(self._schemas)

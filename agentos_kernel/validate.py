@@ -44,9 +44,11 @@ def validate_workspace(path: Path | None = None) -> tuple[Workspace, list[Proble
                       base=reference_dir() if ws.bundled else ws.root)
     problems += skills.skipped
     known_tools = {t.name for t in BUILTIN_TOOLS}
+    # validate starts no server, so a configured server's tools are known by their prefix only
+    bridged = tuple(f"{s.name}__" for s in config.mcp_servers) if config else ()
     for skill in skills.skills.values():
         for tool in skill.allowed_tools:
-            if tool not in known_tools:
+            if tool not in known_tools and not tool.startswith(bridged):
                 problems.append(Problem(skill.file, "allowed-tools",
                                         f"tool {tool!r} is not registered (known: "
                                         f"{', '.join(sorted(known_tools))}); a call to it would be "
