@@ -5,12 +5,20 @@ about retries, and hand back plain dicts only (no urllib object leaves this modu
 from __future__ import annotations
 
 import json
+import os
+import time
 import urllib.error
 import urllib.request
-from typing import Any
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..errors import DomainError, Err, ErrorCode, Result
 from ..redaction import redact
-from .base import ProviderFault
+from .base import CompletionRequest, CompletionResponse, ProviderFault, complete_with_retries
+
+if TYPE_CHECKING:
+    from ..profile import RuntimeProfile
 
 _SNIPPET = 300  # enough of an error body to act on, short enough for an event
 
@@ -96,3 +104,65 @@ def assistant_tool_calls(content: str) -> list[dict[str, Any]] | None:
     if isinstance(body, dict) and set(body) == {"tool_calls"} and isinstance(body["tool_calls"], list):
         return body["tool_calls"]
     return None
+
+
+class HttpAdapter(ABC):
+    """What the HTTP adapters share: one endpoint, a key read from the env var the profile
+    names, a price table, and retries inside the adapter. Subclasses say how a v1 request
+    goes on the wire (`to_wire`), which headers carry the key (`auth_headers`) and how an
+    answer comes back (`from_wire`)."""
+
+    name: ClassVar[str]
+    default_base_url: ClassVar[str]
+    path: ClassVar[str]
+    default_key_env: ClassVar[str | None] = None
+    """None: no key unless the profile names one (a local server)."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
+                 prices: dict[str, float] | None = None, max_retries: int = 2,
+                 timeout_s: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.model = model
+        self.url = (base_url or self.default_base_url).rstrip("/") + self.path
+        self.api_key_env = api_key_env or self.default_key_env
+        self.prices = dict(prices or {})
+        self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
+
+    @classmethod
+    def from_profile(cls, profile: RuntimeProfile) -> HttpAdapter:
+        """The registry's factory (kernel.PROVIDERS). No FaultPlan: a real adapter's faults
+        come from the wire (tests use a loopback server)."""
+        return cls(profile.model, base_url=profile.base_url, api_key_env=profile.api_key_env,
+                   prices=profile.prices, max_retries=profile.max_retries,
+                   timeout_s=profile.timeout_s)
+
+    def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
+        key = None
+        if self.api_key_env:
+            # Read at call time, not in the factory: a missing key is a logged provider
+            # failure of this call, not a reason the workspace cannot load.
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
+                                       f"environment variable {self.api_key_env} (api_key_env) is "
+                                       "not set; export the API key there", retryable=False))
+        headers = self.auth_headers(key)
+        secrets = (key,) if key else ()
+
+        def attempt(req: CompletionRequest) -> CompletionResponse:
+            doc = post_json(self.url, self.to_wire(req), headers, self.timeout_s, secrets=secrets)
+            return self.from_wire(doc, req)
+
+        return complete_with_retries(attempt, request, max_retries=self.max_retries,
+                                     sleep=self._sleep)
+
+    @abstractmethod
+    def auth_headers(self, key: str | None) -> dict[str, str]:
+        """Headers that carry the key (None when no key is configured)."""
+
+    @abstractmethod
+    def to_wire(self, request: CompletionRequest) -> dict[str, Any]:
+        """The v1 request in this API's wire format."""
+
+    @abstractmethod
+    def from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
+        """This API's answer as a v1 CompletionResponse; ProviderFault when it is malformed."""

@@ -8,18 +8,14 @@ as `tool_use` blocks and tool results as `tool_result` blocks in a user turn.
 from __future__ import annotations
 
 import json
-import os
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DomainError, Err, ErrorCode, Result
 from ..tools import ToolCall
-from ._http import assistant_tool_calls, cost, post_json, tool_message
-from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage, complete_with_retries
+from ._http import HttpAdapter, assistant_tool_calls, cost, tool_message
+from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage
 
 if TYPE_CHECKING:
-    from ..profile import RuntimeProfile
+    pass
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -28,47 +24,21 @@ STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_use",
         "max_tokens": "max_tokens", "refusal": "safety"}
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpAdapter):
     """POST {base_url}/v1/messages with x-api-key from the env var the profile names."""
 
     name = "anthropic"
+    default_base_url = DEFAULT_BASE_URL
+    path = "/v1/messages"
+    default_key_env = "ANTHROPIC_API_KEY"
 
-    def __init__(self, model: str, *, base_url: str | None = None,
-                 api_key_env: str | None = "ANTHROPIC_API_KEY", prices: dict[str, float] | None = None,
-                 max_retries: int = 2, timeout_s: float = 60.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.model = model
-        self.url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
-        self.api_key_env = api_key_env or "ANTHROPIC_API_KEY"
-        self.prices = dict(prices or {})
-        self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
+    def auth_headers(self, key: str | None) -> dict[str, str]:
+        return {"x-api-key": key or "", "anthropic-version": API_VERSION}
 
-    @classmethod
-    def from_profile(cls, profile: RuntimeProfile) -> AnthropicProvider:
-        """The registry's factory (kernel.PROVIDERS). No FaultPlan: a real adapter's faults
-        come from the wire (tests use a loopback server)."""
-        return cls(profile.model, base_url=profile.base_url, api_key_env=profile.api_key_env,
-                   prices=profile.prices, max_retries=profile.max_retries,
-                   timeout_s=profile.timeout_s)
+    def to_wire(self, request: CompletionRequest) -> dict[str, Any]:
+        return to_wire(request)
 
-    def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
-        # Read at call time, not in the factory: a missing key is a logged provider failure
-        # of this call, not a reason the workspace cannot load.
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
-                                   f"environment variable {self.api_key_env} (api_key_env) is not "
-                                   "set; export the Anthropic API key there", retryable=False))
-        headers = {"x-api-key": key, "anthropic-version": API_VERSION}
-
-        def attempt(req: CompletionRequest) -> CompletionResponse:
-            doc = post_json(self.url, to_wire(req), headers, self.timeout_s, secrets=(key,))
-            return self._from_wire(doc, req)
-
-        return complete_with_retries(attempt, request, max_retries=self.max_retries,
-                                     sleep=self._sleep)
-
-    def _from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
+    def from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
         blocks = doc.get("content")
         if not isinstance(blocks, list):
             raise ProviderFault("Messages API answer has no content list", retryable=False)

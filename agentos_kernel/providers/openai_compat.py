@@ -8,66 +8,36 @@ only thing in the kernel that needs one. Nothing but v1 values leaves this modul
 from __future__ import annotations
 
 import json
-import os
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DomainError, Err, ErrorCode, Result
 from ..tools import ToolCall
-from ._http import assistant_tool_calls, cost, post_json, tool_message
-from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage, complete_with_retries
+from ._http import HttpAdapter, assistant_tool_calls, cost, tool_message
+from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage
 
 if TYPE_CHECKING:
-    from ..profile import RuntimeProfile
+    pass
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 FINISH = {"stop": "stop", "tool_calls": "tool_use", "function_call": "tool_use",
           "length": "max_tokens", "content_filter": "safety"}
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HttpAdapter):
     """POST {base_url}/chat/completions; Bearer key from the env var the profile names."""
 
     name = "openai_compat"
+    default_base_url = DEFAULT_BASE_URL
+    path = "/chat/completions"
+    default_key_env = None
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                 prices: dict[str, float] | None = None, max_retries: int = 2,
-                 timeout_s: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> None:
-        self.model = model
-        self.url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
-        self.api_key_env = api_key_env
-        self.prices = dict(prices or {})
-        self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
+    def auth_headers(self, key: str | None) -> dict[str, str]:
+        # No key configured: a local server (Ollama, vLLM) that wants none.
+        return {"authorization": f"Bearer {key}"} if key else {}
 
-    @classmethod
-    def from_profile(cls, profile: RuntimeProfile) -> OpenAICompatProvider:
-        """The registry's factory (kernel.PROVIDERS). No FaultPlan: a real adapter's faults
-        come from the wire (tests use a loopback server)."""
-        return cls(profile.model, base_url=profile.base_url, api_key_env=profile.api_key_env,
-                   prices=profile.prices, max_retries=profile.max_retries,
-                   timeout_s=profile.timeout_s)
+    def to_wire(self, request: CompletionRequest) -> dict[str, Any]:
+        return to_wire(request)
 
-    def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
-        headers: dict[str, str] = {}
-        secrets: tuple[str, ...] = ()
-        if self.api_key_env:  # unset means a local server that wants no key
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
-                                       f"environment variable {self.api_key_env} (api_key_env) is "
-                                       "not set; export the API key there", retryable=False))
-            headers["authorization"] = f"Bearer {key}"
-            secrets = (key,)
-
-        def attempt(req: CompletionRequest) -> CompletionResponse:
-            doc = post_json(self.url, to_wire(req), headers, self.timeout_s, secrets=secrets)
-            return self._from_wire(doc, req)
-
-        return complete_with_retries(attempt, request, max_retries=self.max_retries,
-                                     sleep=self._sleep)
-
-    def _from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
+    def from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
         try:
             choice = doc["choices"][0]
             message = choice["message"]
