@@ -18,10 +18,11 @@ from ..kernel import Runtime
 from ..profile import load_config
 from ..providers.faults import load_fault_plan
 from ..replay import replay
+from ..rerun import rerun
 from ..schemas import SchemaRegistry
 from ..skills import discover
 from ..workspace import find_workspace
-from .display import AgentRun, CycleInfo, SkillCheck, SnapshotView
+from .display import AgentRun, CycleInfo, RerunView, SkillCheck, SnapshotView
 from .source import load_session
 
 _SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -87,6 +88,18 @@ def replay_session(session: object, at: int | None = None,
         raise WorkbenchError(f"--at {at} is out of range: {data.session_id} has {total} events; "
                              f"use 0..{total}")
     return SnapshotView(replay(data.events, at), at, total)
+
+
+def verify_session(session: object, workspace: Path | str | None = None) -> RerunView:
+    """`%replay --verify`: re-run the recorded session with its model answers and tool results
+    played back (rerun.py) and report the first event where the new log differs."""
+    data = load_session(session, workspace)
+    root = None if data.workspace.bundled else data.workspace.root
+    rt = Runtime.from_workspace(root, cwd=data.workspace.root)
+    result = rerun(rt, data.session_id)
+    if isinstance(result, Err):
+        raise WorkbenchError(result.error.message)
+    return RerunView(result.value)
 
 
 def register_skill(text: str, *, workspace: Path | str | None = None,

@@ -15,6 +15,7 @@ from ..errors import DomainError, Problem
 from ..events import Event
 from ..recorder import layer_of
 from ..replay import Snapshot
+from ..rerun import RerunReport
 from ..trace import summary
 from ..workspace import Workspace
 from .layers import FAILURE_TYPES, LAYER_COLORS, LAYER_NAMES, esc, layer_counts, pretty, schema_of, text_on
@@ -226,6 +227,21 @@ class SnapshotView:
                        f'<td style="text-align:left"><code>{esc(v)}</code></td></tr>'
                        for k, v in self._rows())
         return f'<div style="{_BOX}">{esc(self._title())}<table>{rows}</table></div>'
+
+
+@dataclass(frozen=True)
+class RerunView:
+    """What `%replay --verify` returns: the re-run's verdict against the recording."""
+
+    report: RerunReport
+    """Which new session re-ran it, and where (if anywhere) the logs first differ."""
+
+    def __repr__(self) -> str:
+        return self.report.verdict()
+
+    def _repr_html_(self) -> str:
+        mark = "✓" if self.report.verified else "✗"
+        return f'<div style="{_BOX}">{mark} {esc(self.report.verdict())}</div>'
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,9 @@ REPLAY = _Parser("replay", "%replay s0001 --at 10",
 REPLAY.add_argument("session_id", nargs="?", help="the session, e.g. s0001")
 REPLAY.add_argument("--at", metavar="N", type=int, help="the state after the first N events")
 REPLAY.add_argument("--workspace", metavar="DIR", help="workspace holding the session")
+REPLAY.add_argument("--verify", action="store_true",
+                    help="re-run the session with its recorded answers and tool results played back "
+                         "and report the first event where the new log differs")
 
 EVENTS = _Parser("events", "%events s0001 --layer L1",
                  "A session's events as a pandas DataFrame (seq, ts, type, layer, actor, role, parent, "
@@ -132,12 +135,16 @@ class AgentMagics(Magics):
     @line_magic
     @_errors_as_usage("replay")
     def replay(self, line: str) -> Any:
-        """Recompute a snapshot from the log: %replay SESSION_ID [--at N]."""
+        """Recompute a snapshot from the log: %replay SESSION_ID [--at N] [--verify]."""
         args = REPLAY.parse_line(line)
         if args is None:
             return None
         if args.at is not None and args.at < 0:
             REPLAY.error(f"--at {args.at} is negative; N counts events from 0")
+        if args.verify:
+            if args.at is not None:
+                REPLAY.error("--verify re-runs the whole session; drop --at")
+            return api.verify_session(_need_session(REPLAY, args, self.last_session), args.workspace)
         return api.replay_session(_need_session(REPLAY, args, self.last_session), args.at, args.workspace)
 
     @line_magic

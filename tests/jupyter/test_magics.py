@@ -69,6 +69,19 @@ def test_replay_recomputes_the_snapshot_from_the_log(ip) -> None:
     assert ip.run_line_magic("replay", "s0001 --at 0").events == 0
 
 
+def test_replay_verify_reruns_with_recorded_answers(ip, ws: Path) -> None:
+    ip.run_line_magic("agent", CANONICAL)
+    view = ip.run_line_magic("replay", "s0001 --verify")
+    assert repr(view) == "rerun s0002 matches s0001 (32 events)" and view.report.verified
+    assert "✓" in view._repr_html_()
+    planner = ws / "agents" / "planner.md"
+    planner.write_text(planner.read_text().replace("Steps must be", "Each step must be"))
+    diverged = ip.run_line_magic("replay", "s0001 --verify")
+    assert not diverged.report.identical and "diverged at event" in repr(diverged)
+    with pytest.raises(UsageError, match="--verify re-runs the whole session; drop --at"):
+        ip.run_line_magic("replay", "s0001 --verify --at 3")
+
+
 def test_events_is_a_dataframe_that_filters(ip) -> None:
     ip.run_line_magic("agent", CANONICAL)
     frame = ip.run_line_magic("events", "s0001")
