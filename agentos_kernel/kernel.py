@@ -126,7 +126,7 @@ class Runtime:
                        provider=(self.provider_factory or PROVIDERS[self.profile.provider])(
                            self.profile, self.faults),
                        tools=self.tools, hooks=self.hooks, schemas=self.schemas,
-                       agents=self.agents, secrets=(key,) if key else (),
+                       agents=self.agents,
                        tool_context=ToolContext(self.workspace.root, sid))
 
     def start_session(self, prompt: str, session_id: str | None = None) -> Session | Err:

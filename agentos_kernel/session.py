@@ -3,7 +3,7 @@ log is the state; this only holds handles and counters)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +47,9 @@ class Session:
     schemas: SchemaRegistry
     agents: dict[str, AgentDef]
     tool_context: ToolContext
-    secrets: tuple[str, ...] = ()
     skill: Skill | None = None
     allowed_tools: frozenset[str] = frozenset()
     calls: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def session_id(self) -> str:
