@@ -252,6 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("init", help="create a fresh workspace with the reference contracts")
     p.add_argument("dir", help="directory to create (must not hold an agentos.yaml)")
     p.set_defaults(fn=cmd_init)
+
+    from .labs.commands import add_commands  # audit, conform, lab, grade
+    add_commands(sub)
     return parser
 
 
