@@ -17,7 +17,7 @@ from .errors import ContractError, Err
 from .events import LogError, check_session_id
 from .kernel import Runtime
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
-from .trace import trace_lines
+from .trace import LAYERS, select, trace_lines
 from .validate import validate_workspace
 from .workspace import CONTRACT_DIRS, reference_dir
 
@@ -116,6 +116,9 @@ def _session_arg(sid: str) -> str:
 def cmd_replay(args: argparse.Namespace) -> int:
     rt = _runtime(args)
     snap = rt.replay(_session_arg(args.session_id), args.at)
+    if args.at is not None and snap.events < args.at:  # the log ended first: say so, not the end state
+        raise UsageError(f"--at {args.at} is out of range: {args.session_id} has {snap.events} events; "
+                         f"use 0..{snap.events}")
     d = snap.to_dict()
     if args.json:
         print(json.dumps(d, indent=2, ensure_ascii=False))
@@ -135,9 +138,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_events(args: argparse.Namespace) -> int:
     rt = _runtime(args)
-    events = rt.events(_session_arg(args.session_id))
-    if args.type:
-        events = [e for e in events if e.type == args.type or e.type.startswith(args.type + ".")]
+    try:
+        events = select(rt.events(_session_arg(args.session_id)), args.type, args.layer)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.json:
         for e in events:
             print(json.dumps(e.to_dict(), ensure_ascii=False, sort_keys=True))
@@ -234,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("events", help="print a session's events")
     p.add_argument("session_id")
     p.add_argument("--type", metavar="T", help="only events of type T (or T.*), e.g. hook.fired, tool")
+    p.add_argument("--layer", choices=LAYERS, help="only events of spec layer L1..L8")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
     p.set_defaults(fn=cmd_events)
 

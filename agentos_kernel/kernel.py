@@ -130,7 +130,12 @@ class Runtime:
                        tool_context=ToolContext(self.workspace.root, sid))
 
     def start_session(self, prompt: str, session_id: str | None = None) -> Session | Err:
-        """Open a session and log `session.start` (and any skipped skill files)."""
+        """Open a session and log `session.start` (and any skipped skill files). An empty
+        prompt is refused before any session exists: there is nothing to run or record."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            return Err(DomainError("input", ErrorCode.PROMPT_EMPTY,
+                                   f"the prompt is empty ({prompt!r}); give the request, "
+                                   "e.g. 'hello, greet Ada'"))
         session = self.open_session(session_id)
         if isinstance(session, Err):
             return session

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from .events import Event
-from .recorder import layer_of
+from .recorder import EVENT_SCHEMAS, layer_of
+
+LAYERS = tuple(f"L{i}" for i in range(1, 9))
 
 
 def _short(value: Any, n: int = 60) -> str:
@@ -88,3 +91,24 @@ def trace_lines(events: list[Event]) -> list[str]:
     w_actor = max([len(r[2]) for r in rows] + [5])
     head = f"{'seq':>4}  {'type':<{w_type}}  {'actor':<{w_actor}}  layer  summary"
     return [head] + [f"{s:>4}  {t:<{w_type}}  {a:<{w_actor}}  {lay:<5}  {m}" for s, t, a, lay, m in rows]
+
+
+def check_type(type: str, seen: Iterable[str] = ()) -> None:
+    """ValueError naming the valid types unless `type` is a known event type (or the types
+    `seen` in a log), or a prefix of one such as `tool`: an empty table would hide a typo."""
+    known = set(EVENT_SCHEMAS).union(seen)
+    if not any(k == type or k.startswith(type + ".") for k in known):
+        raise ValueError(f"unknown event type {type!r}; use one of {', '.join(sorted(known))} "
+                         "or a prefix such as 'tool'")
+
+
+def select(events: list[Event], type: str | None = None, layer: str | None = None) -> list[Event]:
+    """The events of type `type` (or `type.*`) and of spec layer `layer` (checked as above)."""
+    if type is not None:
+        check_type(type, (e.type for e in events))
+        events = [e for e in events if e.type == type or e.type.startswith(type + ".")]
+    if layer is not None:
+        if layer not in LAYERS:
+            raise ValueError(f"unknown layer {layer!r}; use one of {', '.join(LAYERS)}")
+        events = [e for e in events if layer_of(e) == layer]
+    return events

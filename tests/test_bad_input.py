@@ -11,7 +11,7 @@ from agentos_kernel import ContractError, Err, ErrorCode, Ok, Runtime
 from agentos_kernel.builtin_tools import read_file, write_file
 from agentos_kernel.tools import ToolContext
 
-from .helpers import CANONICAL, Cli, RunRequest
+from .helpers import CANONICAL, Cli, Run, RunRequest
 
 
 def _tree(root: Path) -> list[str]:
@@ -152,6 +152,42 @@ def test_a_trigger_inside_a_word_does_not_select_the_skill(run_request: RunReque
     run = run_request("this")
     assert run.ok and not run.of("skill.invoke")
     assert not run.of("tool.invoke"), "no skill, so no tool is in scope"
+
+
+# -- empty prompts, positions past the end, unknown filters ----------------------------------
+
+@pytest.mark.parametrize("prompt", ["", "   ", "\n\t"])
+def test_an_empty_prompt_is_refused_before_any_session(workspace: Path, runtime: Runtime, cli: Cli,
+                                                      prompt: str) -> None:
+    got = runtime.handle_user_request(prompt)
+    assert isinstance(got, Err) and got.error.code == ErrorCode.PROMPT_EMPTY
+    assert got.error.session_id is None
+    cycle = runtime.run_cycle("code-review", prompt)
+    assert isinstance(cycle, Err) and cycle.error.code == ErrorCode.PROMPT_EMPTY
+    code, out, err = cli("--workspace", workspace, "run", prompt)
+    assert code == 2 and out == "" and "the prompt is empty" in _one_line(err)
+    assert runtime.store.sessions() == []
+
+
+def test_replay_past_the_end_of_the_log_names_the_valid_range(workspace: Path, cli: Cli,
+                                                              canonical_run: Run) -> None:
+    sid, n = canonical_run.session_id, len(canonical_run.events)
+    code, out, err = cli("--workspace", workspace, "replay", sid, "--at", n + 1)
+    assert code == 2 and out == ""
+    assert f"--at {n + 1} is out of range: {sid} has {n} events; use 0..{n}" in _one_line(err)
+    code, out, _ = cli("--workspace", workspace, "replay", sid, "--at", n)
+    assert code == 0 and f"events: {n}" in out
+
+
+def test_events_filters_name_what_is_valid(workspace: Path, cli: Cli, canonical_run: Run) -> None:
+    sid = canonical_run.session_id
+    code, out, err = cli("--workspace", workspace, "events", sid, "--type", "nosuch.type")
+    assert code == 2 and out == ""
+    assert "unknown event type 'nosuch.type'; use one of " in _one_line(err) and "tool.invoke" in err
+    code, out, _ = cli("--workspace", workspace, "events", sid, "--layer", "L1")
+    assert code == 0 and [ln.split()[1] for ln in out.splitlines()[1:]] == ["tool.invoke", "tool.result"]
+    code, out, _ = cli("--workspace", workspace, "events", sid, "--type", "human.escalation")
+    assert code == 0 and len(out.splitlines()) == 1  # a known type this log lacks: the header only
 
 
 # -- session ids -------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from ..errors import ContractError
 from ..events import LogError
 from ..providers.faults import PRESETS, FaultPlanError
+from ..trace import check_type
 from . import api
 from .source import UnknownSession
 
@@ -158,6 +159,10 @@ class AgentMagics(Magics):
 
         frame = events_frame(_need_session(EVENTS, args, self.last_session), args.workspace)
         if args.type:
+            try:
+                check_type(args.type, frame["type"])
+            except ValueError as exc:
+                EVENTS.error(str(exc))
             frame = frame[(frame["type"] == args.type) | frame["type"].str.startswith(args.type + ".")]
         if args.layer:
             frame = frame[frame["layer"] == args.layer]

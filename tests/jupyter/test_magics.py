@@ -111,6 +111,9 @@ BAD_LINES = [
     ("replay", "../etc", "%replay: invalid session id '../etc'"),
     ("events", "s0099", "%events: no session 's0099' in this workspace (sessions: s0001)"),
     ("events", "s0001 --layer L9", "%events: argument --layer: invalid choice: 'L9'"),
+    ("events", "s0001 --type nosuch", "%events: unknown event type 'nosuch'; use one of "),
+    ("agent", '""', "%agent: missing the request"),
+    ("agent", "--cycle code-review ' '", "%agent: missing the request"),
 ]
 
 
