@@ -43,6 +43,14 @@ PROVIDERS: dict[str, ProviderFactory] = {
 }
 
 
+def unknown_provider(file: str, prof: RuntimeProfile) -> Problem | None:
+    """The problem with a profile naming a provider this build does not have, else None."""
+    if prof.provider in PROVIDERS:
+        return None
+    return Problem(file, f"profiles.{prof.name}.provider", f"unknown provider {prof.provider!r}; "
+                   f"available in this build: {', '.join(sorted(PROVIDERS))}")
+
+
 class Runtime:
     """One workspace's registries and one profile, ready to run a request."""
 
@@ -72,10 +80,9 @@ class Runtime:
             prof = config.profile(profile)
         except KeyError as exc:
             raise ContractError([Problem(config.file, "profile", exc.args[0])]) from None
-        if prof.provider not in PROVIDERS:
-            raise ContractError([Problem(config.file, f"profiles.{prof.name}.provider",
-                                         f"unknown provider {prof.provider!r}; available in this "
-                                         f"build: {', '.join(sorted(PROVIDERS))}")])
+        problem = unknown_provider(config.file, prof)
+        if problem:
+            raise ContractError([problem])
         agents_dir = ws.contract_dir("agents")
         agents = load_agents(agents_dir, schemas, ws.shown(agents_dir))
         skills = discover([ws.contract_dir(r) if r == "skills" else ws.root / r

@@ -54,6 +54,9 @@ def validate_workspace(path: Path | None = None) -> tuple[Workspace, list[Proble
                                         f"{', '.join(sorted(known_tools))}); a call to it would be "
                                         "TOOL_NOT_FOUND"))
     if config is not None:
+        from .kernel import unknown_provider  # the composition root knows this build's providers
+
+        problems += [p for prof in config.profiles.values() if (p := unknown_provider(config.file, prof))]
         for i, entry in enumerate(config.hooks):
             if entry["event"] not in HOOK_EVENTS:
                 problems.append(Problem(config.file, f"hooks[{i}].event", "unknown hook event"))
