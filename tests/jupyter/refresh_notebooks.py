@@ -5,11 +5,12 @@
     python -m tests.jupyter.refresh_notebooks lab-01-tools   # a lab (notebooks/labs/<name>/)
 
 Run it after editing a notebook. Each notebook is executed from a scratch copy (like the
-tests do; a lab's whole folder, so its starter files are beside it) in a kernel of this
-Python, then normalised so that re-running it gives the same
-file byte for byte: cell ids are their positions, no timing metadata, no widget state (its
-model ids are random, and nbval never compares widget views), and a widget's output keeps
-only its plain-text repr, which is what a reader sees before the kernel runs.
+tests do; for a lab, its whole folder, so its starter files are beside it) in a kernel of
+this Python, then normalised so that re-running it gives the same file byte for byte: cell
+ids are their positions, no timing metadata, one output per run of writes to a stream, no
+widget state (its model ids are random, and nbval never compares widget views), and a
+widget's output keeps only its plain-text repr, which is what a reader sees before the
+kernel runs.
 """
 
 from __future__ import annotations
@@ -37,12 +38,28 @@ def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for i, cell in enumerate(nb.cells):
         cell.id = f"cell-{i:02d}"
         cell.metadata.pop("execution", None)
+        if "outputs" in cell:
+            cell.outputs = _coalesced(cell.outputs)
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if WIDGET_VIEW in data:
                 del data[WIDGET_VIEW]
             output.get("metadata", {}).pop(WIDGET_VIEW, None)
     return nb
+
+
+def _coalesced(outputs: list) -> list:
+    """Consecutive writes to one stream as one output: how a print is cut into chunks depends
+    on when the kernel flushed (nbval joins them too before comparing)."""
+    merged: list = []
+    for out in outputs:
+        last = merged[-1] if merged else None
+        if last is not None and out.get("output_type") == last.get("output_type") == "stream" \
+                and out.get("name") == last.get("name"):
+            last["text"] += out["text"]
+        else:
+            merged.append(out)
+    return merged
 
 
 def refresh(path: Path, timeout: int = 300) -> None:
