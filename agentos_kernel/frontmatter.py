@@ -36,7 +36,8 @@ def load(path: Path, schema_id: str, schemas: SchemaRegistry, shown: str
         return Problem(shown, "frontmatter", str(exc))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"frontmatter line {mark.line + 2}" if mark else "frontmatter"
+        # The YAML starts on the opening "---" line itself: its line 0 is line 1 of the file.
+        where = f"frontmatter line {mark.line + 1}" if mark else "frontmatter"
         return Problem(shown, where, f"not valid YAML: {getattr(exc, 'problem', exc)}")
     if not isinstance(meta, dict):
         return Problem(shown, "frontmatter", "must be a YAML mapping of fields")

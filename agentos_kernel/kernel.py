@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
 from .session import RunResult, Session
 from .skills import SkillRegistry, discover
-from .tools import ToolContext, ToolRegistry
+from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
 from .workspace import Workspace, find_workspace, reference_dir
 
@@ -68,11 +68,15 @@ class Runtime:
 
     @classmethod
     def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,
-                       faults: FaultPlan | None = None, cwd: Path | None = None) -> Runtime:
-        """Load every contract of a workspace; ContractError names each bad file and field."""
+                       faults: FaultPlan | None = None, cwd: Path | None = None,
+                       tools: Iterable[ToolDef] = ()) -> Runtime:
+        """Load every contract of a workspace; ContractError names each bad file and field.
+        `tools` are your own ToolDefs, registered after the builtin ones; like theirs, their
+        schema_in and schema_out must be in the workspace's schemas/ (else ContractError)."""
         ws = find_workspace(Path(path) if path is not None else None, cwd)
         schemas = SchemaRegistry.load(ws.contract_dir("schemas"))
-        missing = missing_schemas(schemas, BUILTIN_TOOLS, ws.shown(ws.contract_dir("schemas")))
+        own = BUILTIN_TOOLS + tuple(tools)
+        missing = missing_schemas(schemas, own, ws.shown(ws.contract_dir("schemas")))
         if missing:
             raise ContractError(missing)
         config = load_config(ws.config_file, schemas, ws.shown(ws.config_file))
@@ -99,11 +103,10 @@ class Runtime:
                 problems.append(Problem(config.file, where, str(exc).strip("'\"")))
         if problems:
             raise ContractError(problems)
-        tools = BUILTIN_TOOLS
         if config.mcp_servers:  # the MCP SDK is imported only by a workspace that names a server
             from .mcp import bridge_servers
-            schemas, tools = bridge_servers(config, schemas, ws.root, BUILTIN_TOOLS)
-        return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(tools), hooks, faults)
+            schemas, own = bridge_servers(config, schemas, ws.root, own)
+        return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(own), hooks, faults)
 
     # -- running ----------------------------------------------------------------------
     def new_session_id(self) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,13 @@ def handler_from_entry(entry: dict[str, Any], workspace: Path) -> HookHandler:
         default_id = entry["handler"].rpartition(":")[2]
     else:
         argv = [str(a) for a in entry["command"]]
+        default_id = " ".join(argv)
+        if argv[0] == "python":
+            # `python` is the interpreter running the runtime, so `[python, hooks/check.py]`
+            # works wherever the workspace goes (many systems have only python3 on PATH).
+            argv[0] = sys.executable
         # The hook is killed a little after the bus gives up on it, never before.
         fn = command_handler(argv, workspace, entry["event"], timeout + 1.0)
-        default_id = " ".join(argv)
     return HookHandler(
         id=entry.get("id", default_id), fn=fn, priority=int(entry.get("priority", 0)),
         timeout_s=timeout,

@@ -4,7 +4,9 @@ Every notebook in notebooks/ is collected here, so plain `pytest` runs them: eac
 into a scratch directory first (the kernel's cwd), run cell by cell by nbval in a kernel of
 this Python, and its outputs are compared with the stored ones (not --nbval-lax), after
 the substitutions in nbval_sanitize.cfg. The notebooks themselves start with
-`scratch_workspace()`, so nothing they do is written into the repository either.
+`scratch_workspace()`, so nothing they do is written into the repository either. The labs,
+notebooks/labs/<name>/<name>.ipynb, run the same way in their solution form, each from a
+copy of its whole folder so its starter files are beside it.
 """
 
 from __future__ import annotations
@@ -23,8 +25,14 @@ import agentos_kernel
 HERE = Path(__file__).resolve().parent
 REPO = Path(agentos_kernel.__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
+LABS = NOTEBOOKS / "labs"
 SANITIZE = HERE / "nbval_sanitize.cfg"
 TRIGGER = "test_notebooks.py"  # the notebooks are collected beside this module's tests
+
+
+def lab_notebooks() -> list[Path]:
+    """Every lab's instructor notebook: notebooks/labs/<name>/<name>.ipynb."""
+    return sorted(p for p in LABS.glob("*/*.ipynb") if p.stem == p.parent.name)
 
 
 @pytest.fixture
@@ -71,7 +79,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 class NotebookSuite(pytest.Collector):
-    """notebooks/*.ipynb, each run by nbval from a scratch copy."""
+    """notebooks/*.ipynb and the labs, each run by nbval from a scratch copy."""
 
     def collect(self) -> list[pytest.Collector]:
         try:
@@ -111,4 +119,9 @@ class NotebookSuite(pytest.Collector):
             copy = scratch / src.name
             shutil.copy2(src, copy)
             items.append(ScratchNotebook.from_parent(self, path=copy, nodeid=f"notebooks/{src.name}"))
+        for src in lab_notebooks():
+            folder = scratch / "labs" / src.parent.name  # nbval runs the kernel in the notebook's folder
+            shutil.copytree(src.parent, folder)
+            items.append(ScratchNotebook.from_parent(self, path=folder / src.name,
+                                                     nodeid=f"notebooks/labs/{src.parent.name}/{src.name}"))
         return items
