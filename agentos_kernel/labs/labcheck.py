@@ -138,7 +138,7 @@ def _overwrite(cell: Any, i: int, by_id: dict[str, Any]) -> list[str]:
     cell.metadata["nbgrader"]["checksum"] = meta(src)["checksum"]
     if is_locked(src) and compute_checksum(cell) != meta(src)["checksum"]:
         cell.source = src.source
-        notes.append(f"cell {i} ({gid}): restored from the source (hidden tests included)")
+        notes.append(f"cell {i} ({gid}): restored from the source")
     return notes
 
 

@@ -7,6 +7,7 @@ others start their own kernel (about 1 s each; the two timeout cases a few secon
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+from agentos_kernel.labs import labcheck
 from agentos_kernel.labs.labcheck import check_notebook
 from agentos_kernel.labs.labrun import TIMEOUT_ENAME
 from agentos_kernel.labs.labscore import LabScore, ScoreRow, score_cell
@@ -97,9 +99,9 @@ def test_source_restores_hidden_tests_and_edited_tests() -> None:
     assert row(partly, "test_total").message == "AssertionError (line 4: assert total([-1, 1]) == 0)"
     tampered = checked("tampered", True)
     assert row(tampered, "test_add_floats").max_points == 1
-    assert tampered.notes == ("cell 5 (test_total): restored from the source (hidden tests included)",
+    assert tampered.notes == ("cell 5 (test_total): restored from the source",
                               "cell 8 (test_add_floats): points restored to 1",
-                              "cell 8 (test_add_floats): restored from the source (hidden tests included)")
+                              "cell 8 (test_add_floats): restored from the source")
     assert checked("tampered", False).notes == ()
 
 
@@ -115,7 +117,7 @@ def test_source_scores_deleted_cells_zero_and_duplicates_once(tmp_path: Path) ->
         ("test_total", 5, 2, "passed"), ("explain", 7, None, "manual"), ("test_add", 8, 1, "passed"),
         ("test_add_floats", None, 0, "missing")]
     assert "cell 3: a second cell with grade_id 'test_add'; only the last one counts" in score.notes
-    assert "cell 8 (test_add): restored from the source (hidden tests included)" in score.notes
+    assert "cell 8 (test_add): restored from the source" in score.notes
 
 
 def test_the_released_lab_scores_zero(tmp_path: Path) -> None:
@@ -132,10 +134,14 @@ def test_the_instructor_notebook_earns_full_marks() -> None:
     assert not score.points_lost and score.total == 4 and score.pending == 1
 
 
-def test_the_kernel_runs_elsewhere_with_the_folders_files(tmp_path: Path) -> None:
-    def writes(nb: Any) -> None:
-        cell(nb, "add").source += '\n\nPath("written.txt").write_text(str(NUMBERS))'
-    path = submission_copy("all_correct", tmp_path / "s", writes)
+def test_the_kernel_runs_this_python_elsewhere_with_the_folders_files(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+
+    def writes(nb: Any) -> None:  # an error here would undefine add() and fail test_add
+        cell(nb, "add").source += (
+            f'\n\nimport sys\nassert sys.executable == {sys.executable!r}, sys.executable\n'
+            f'assert Path.cwd() != Path({str(folder)!r})\nPath("written.txt").write_text(str(NUMBERS))')
+    path = submission_copy("all_correct", folder, writes)
     before = sorted(p.name for p in path.parent.rglob("*")), path.read_bytes()
     score = check_notebook(path, timeout=TIMEOUT)
     assert not score.points_lost  # data/numbers.txt was there (NUMBERS), the write did not fail
@@ -168,6 +174,12 @@ def test_cli_refuses_what_it_cannot_check(tmp_path: Path, cli: Any) -> None:
     assert code == 2 and "no such notebook file" in err
     with pytest.raises(LabInputError, match="at least 1 second"):
         check_notebook(submission("all_correct"), timeout=0)
+
+
+def test_check_refuses_a_folder_too_big_to_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(labcheck, "MAX_FILES", 1)  # the fixture folder has 2 files
+    with pytest.raises(LabInputError, match=r"holds 2 files, 0 MB;.*in its own lab folder"):
+        check_notebook(submission("all_correct"))
 
 
 def _graded(source: str, outputs: list[Any], points: float = 2) -> Any:
