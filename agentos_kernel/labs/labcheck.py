@@ -89,7 +89,7 @@ def _grade_ids(nb: Any) -> dict[str, float]:
 def _sanitize(nb: Any, src: Any | None) -> list[str]:
     """Clear outputs, drop duplicate ids, restore from the source; returns what changed."""
     clear_outputs(nb)
-    notes: list[str] = []
+    notes: list[tuple[int, str]] = []
     seen: set[str] = set()
     # nbgrader/preprocessors/deduplicateids.py: the last cell with an id keeps it
     for i in reversed(range(len(nb.cells))):
@@ -99,13 +99,15 @@ def _sanitize(nb: Any, src: Any | None) -> list[str]:
             continue
         if gid in seen:
             del cell.metadata["nbgrader"]
-            notes.append(f"cell {i}: a second cell with grade_id {gid!r}; only the last one counts")
+            notes.append((i, f"cell {i}: a second cell with grade_id {gid!r}; only the last one counts"))
         seen.add(gid)
     if src is not None:
+        if "kernelspec" in src.metadata:  # nbgrader's OverwriteKernelspec
+            nb.metadata["kernelspec"] = src.metadata["kernelspec"]
         by_id = {meta(c)["grade_id"]: c for c in src.cells if has_grade_id(c)}
         for i, cell in enumerate(nb.cells):
-            notes += _overwrite(cell, i, by_id)
-    return sorted(notes, key=lambda n: int(n.split(":")[0].split()[1]))
+            notes += [(i, note) for note in _overwrite(cell, i, by_id)]
+    return [note for _, note in sorted(notes, key=lambda n: n[0])]
 
 
 def _overwrite(cell: Any, i: int, by_id: dict[str, Any]) -> list[str]:
@@ -132,9 +134,10 @@ def _overwrite(cell: Any, i: int, by_id: dict[str, Any]) -> list[str]:
             cell.pop("execution_count", None)
     if is_locked(cell) != is_locked(src):
         cell.metadata["nbgrader"]["locked"] = is_locked(src)
-    if is_grade(cell) and float(meta(cell)["points"]) != float(meta(src)["points"]):
-        notes.append(f"cell {i} ({gid}): points restored to {meta(src)['points']:g}")
-        cell.metadata["nbgrader"]["points"] = float(meta(src)["points"])
+    points = meta(src).get("points")
+    if is_grade(cell) and points is not None and meta(cell).get("points") != points:
+        notes.append(f"cell {i} ({gid}): points restored to {points:g}")
+        cell.metadata["nbgrader"]["points"] = float(points)
     cell.metadata["nbgrader"]["checksum"] = meta(src)["checksum"]
     if is_locked(src) and compute_checksum(cell) != meta(src)["checksum"]:
         cell.source = src.source

@@ -24,7 +24,7 @@ LAB = FIXTURES / "lab-00-fixture"
 SOURCE = LAB / "fixture.ipynb"
 SUBMISSIONS = FIXTURES / "submissions"
 STUDENTS = ("all_correct", "partly_correct", "raises", "hangs", "tampered")
-TIMEOUT = 3
+TIMEOUT = 2
 """Per-cell timeout of the checks (the fixture's honest cells take milliseconds)."""
 
 # grade_id -> points the notebook earns (None: a written answer for a person to grade).
