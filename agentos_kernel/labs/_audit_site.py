@@ -7,6 +7,7 @@ sandbox, so the grade can say "tried to read /etc/passwd" instead of only "a tes
 It imports nothing from agentos_kernel and never raises into the student's code.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -45,10 +46,8 @@ def _install() -> None:
         if (kind, target) in seen or len(seen) >= MAX_ATTEMPTS:
             return
         seen.add((kind, target))
-        try:
+        with contextlib.suppress(OSError):
             os.write(fd, (json.dumps({"attempt": {"kind": kind, "target": target}}) + "\n").encode())
-        except OSError:
-            pass
 
     def outside(path: object) -> str | None:
         if not isinstance(path, str | bytes | os.PathLike):

@@ -42,7 +42,8 @@ OS_CALLS = {"remove": "write", "unlink": "write", "rename": "write", "replace": 
             "execvp": "process", "execve": "process", "spawnv": "process", "posix_spawn": "process"}
 TEXT_PATTERNS = {
     "go": ((r"\bos\.(WriteFile|Create|Remove|RemoveAll|Mkdir|MkdirAll|Rename|OpenFile)\(", "write"),
-           (r"\bexec\.Command", "process"), (r"\bnet\.(Dial|Listen)|\bhttp\.(Get|Post|NewRequest)\(", "network")),
+           (r"\bexec\.Command", "process"),
+           (r"\bnet\.(Dial|Listen)|\bhttp\.(Get|Post|NewRequest)\(", "network")),
     "typescript": ((r"\b(writeFileSync|writeFile|appendFileSync|appendFile|mkdirSync|rmSync|unlinkSync|"
                     r"renameSync|createWriteStream)\(", "write"),
                    (r"child_process|\b(spawn|execSync|execFile)\(", "process"),
@@ -162,7 +163,8 @@ def _python_effects(tree: ast.AST) -> list[tuple[int, str, str]]:
 def _writes(call: ast.Call, mode_pos: int) -> bool:
     mode = call.args[mode_pos] if len(call.args) > mode_pos else next(
         (k.value for k in call.keywords if k.arg == "mode"), None)
-    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax+")
+    literal = isinstance(mode, ast.Constant) and isinstance(mode.value, str)
+    return literal and any(c in mode.value for c in "wax+")
 
 
 def _text_module(rel: str, text: str, claims: set[str], lang: str) -> list[str]:

@@ -25,7 +25,7 @@ import orjson
 
 from .. import frontmatter
 from ..recorder import EVENT_SCHEMAS
-from ..schemas import SchemaRegistry
+from ..schemas import SchemaRegistry, Violation
 from ..workspace import reference_dir
 from .model import CriterionResult, fail
 from .submission import SubmissionFileError, files, read_bytes, read_text
@@ -120,6 +120,14 @@ def _skills(root: Path) -> tuple[list[str], int]:
     return problems, len(found)
 
 
+def _violations(schemas: SchemaRegistry, payload: Any, sid: str) -> list[Any]:
+    """The first violation, if any (a schema whose $ref cannot be resolved is one too)."""
+    try:
+        return schemas.violations(payload, sid)[:1]
+    except ValueError as exc:
+        return [Violation("/", f"schema {sid} cannot be used: {exc}")]
+
+
 def _log(root: Path, schemas: SchemaRegistry) -> tuple[list[str], list[str], int]:
     try:
         data = read_bytes(root, LOG)
@@ -136,7 +144,7 @@ def _log(root: Path, schemas: SchemaRegistry) -> tuple[list[str], list[str], int
         t, payload = ev.get("type"), ev.get("payload")
         if t in ROLE_EVENTS and ROLE_EVENTS[t] in schemas:
             checked += 1
-            for v in schemas.violations(payload, ROLE_EVENTS[t])[:1]:
+            for v in _violations(schemas, payload, ROLE_EVENTS[t]):
                 problems.append(f"{LOG}:{n}: {t} payload fails {ROLE_EVENTS[t]} at {v.path}: {v.message}; "
                                 "validate each role output before it is logged")
         elif t == "tool.invoke":
@@ -152,7 +160,7 @@ def _log(root: Path, schemas: SchemaRegistry) -> tuple[list[str], list[str], int
                 notes.append(f"tool {name!r}: no input schema ({TOOL_SCHEMA_NAMES[0].format(name)}) in "
                              "schemas/; its args were not checked")
                 continue
-            for v in schemas.violations(args, sid)[:1]:
+            for v in _violations(schemas, args, sid):
                 problems.append(f"{LOG}:{n}: {name} args fail {sid} at {v.path}: {v.message}; "
                                 "dispatch_tool must check args against schema_in first")
     return problems, sorted(set(notes)), checked
@@ -171,6 +179,6 @@ def check(root: Path) -> CriterionResult:
         problems += log_problems
     if problems:
         return fail(KEY, problems, notes)
-    return CriterionResult(KEY, True, f"{len(schemas.ids()) if schemas else 0} valid schemas, 4 role prompts, "
-                           f"{skills} valid SKILL.md, {checked} logged role outputs and tool calls valid",
-                           tuple(notes))
+    count = len(schemas.ids()) if schemas else 0
+    return CriterionResult(KEY, True, f"{count} valid schemas, 4 role prompts, {skills} valid SKILL.md, "
+                           f"{checked} logged role outputs and tool calls valid", tuple(notes))

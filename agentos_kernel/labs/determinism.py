@@ -48,7 +48,8 @@ def normalise(data: bytes) -> list[Any]:
     for i, ev in enumerate(parsed, 1):
         if isinstance(ev, dict) and isinstance(ev.get("id"), str):
             names.setdefault(ev["id"], f"#{i}")
-    sessions = [ev["session_id"] for ev in parsed if isinstance(ev, dict) and isinstance(ev.get("session_id"), str)]
+    sessions = [ev["session_id"] for ev in parsed
+                if isinstance(ev, dict) and isinstance(ev.get("session_id"), str)]
     for n, sid in enumerate(dict.fromkeys(sessions), 1):
         names.setdefault(sid, f"<session{n}>")
     uuids: dict[str, str] = {}
@@ -101,7 +102,7 @@ def first_difference(a: dict[str, list[list[Any]]], b: dict[str, list[list[Any]]
         if len(a[key]) != len(b[key]):
             return f"{key}: run 1 wrote {len(a[key])} such logs, run 2 wrote {len(b[key])}"
         for log1, log2 in zip(a[key], b[key], strict=True):
-            for n, (e1, e2) in enumerate(zip(log1, log2), 1):
+            for n, (e1, e2) in enumerate(zip(log1, log2, strict=False), 1):
                 if e1 != e2:
                     field, v1, v2 = _field_diff(e1, e2, "")
                     kind = e1.get("type") if isinstance(e1, dict) else None

@@ -57,7 +57,8 @@ def safety(tests: list[TestCase], run: SuiteRun) -> CriterionResult:
                                f"{', '.join(covered)}", tuple(notes))
     broken = [f"{t.where} {run.outcomes.get(t.key, 'was not run')}" for t in closed
               if run.outcomes.get(t.key) != "passed"]
-    return fail(key, [f"{len(covered)} fail-closed case(s) tested and passing ({', '.join(covered) or 'none'}); "
+    shown = ", ".join(covered) or "none"
+    return fail(key, [f"{len(covered)} fail-closed case(s) tested and passing ({shown}); "
                       f"need {MIN_FAIL_CLOSED_CASES} of the spec's {len(FAIL_CLOSED_CASES)}"
                       + (f"; not passing: {'; '.join(broken)}" if broken else "; add tests for other cases")],
                 notes)
@@ -81,7 +82,8 @@ def determinism(tests: list[TestCase], run1: SuiteRun, run2: SuiteRun | None) ->
             return fail(key, [f"run 2: {run.problem}"], notes)
         bad = [t for t in e2e if run.outcomes.get(t.key) != "passed"]
         if bad:
-            return fail(key, [f"{bad[0].where}: {run.outcomes.get(bad[0].key, 'was not run')} in run {n}; the "
+            outcome = run.outcomes.get(bad[0].key, "was not run")
+            return fail(key, [f"{bad[0].where}: {outcome} in run {n}; the "
                               "mock-provider e2e test must pass on every run"], notes)
         if not run.logs:
             return fail(key, [f"run {n} wrote no .events.jsonl: the e2e test must run the runtime so its "

@@ -18,6 +18,7 @@ assumed. The real submission folder is only ever read (copied), never run in.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -202,7 +203,7 @@ def run(cmd: list[str], box: Box, out: Path, *, timeout: float, env: dict[str, s
     ro, rw = readonly_roots(readonly), (str(box.root), *RW_SYSTEM)
     report = os.open(out / "report.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     config = {"ro": list(ro), "rw": list(rw), "deny_net": True, "max_file_bytes": MAX_FILE_BYTES,
-              "report_fd": report}
+              "report_fd": report, "landlock": prot.landlock_abi > 0}
     child_env = {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(box.root / "home"), "TMPDIR": str(box.tmp), "USER": "student", "LOGNAME": "student",
@@ -235,10 +236,9 @@ def run(cmd: list[str], box: Box, out: Path, *, timeout: float, env: dict[str, s
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    # already gone (ProcessLookupError): the run ended and took its group with it
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # already gone: the run ended and took its group with it
 
 
 def _signal_name(n: int) -> str:

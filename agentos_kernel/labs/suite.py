@@ -112,9 +112,7 @@ def _cases_in(node: ast.AST) -> tuple[str, ...]:
     asserts = False
     cases: set[str] = set()
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Assert):
-            asserts = True
-        elif isinstance(sub, ast.Attribute) and sub.attr == "raises":
+        if isinstance(sub, ast.Assert) or (isinstance(sub, ast.Attribute) and sub.attr == "raises"):
             asserts = True
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
             words = {sub.value, *_CODE.findall(sub.value)}

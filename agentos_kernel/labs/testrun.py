@@ -50,7 +50,10 @@ def _goroot(go: str) -> str | None:
     return out.stdout.strip() or None
 
 
-def _command(lang: str, box: sandbox.Box, seed: int) -> tuple[list[str], dict[str, str], tuple[str, ...]] | str:
+Command = tuple[list[str], dict[str, str], tuple[str, ...]]
+
+
+def _command(lang: str, box: sandbox.Box, seed: int) -> Command | str:
     """(argv, env, extra read-only roots) for the language, or why it cannot run here."""
     if lang == "python":
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit2",
