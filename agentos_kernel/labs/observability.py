@@ -113,7 +113,10 @@ def check(root: Path) -> CriterionResult:
         data = read_bytes(root, LOG)
     except SubmissionFileError as exc:
         return fail(KEY, [f"{exc}: submit the session log the runtime wrote for the canonical request"])
-    report = audit_log(inside(root, LOG))
+    try:
+        report = audit_log(inside(root, LOG))
+    except LogError as exc:
+        return fail(KEY, [f"{exc}: the log cannot be audited"])
     problems += [f"{LOG}:{g.line}: audit {g.check}: {g.what}" for g in report.gaps]
     try:
         snap = replay_log(data)

@@ -34,10 +34,12 @@ LAYER_UNSHARE = "namespaces"
 MAX_FILE_BYTES = 64 << 20
 TAIL_BYTES = 8192
 _HERE = Path(__file__).resolve().parent
-# System files a well-behaved program may read (dynamic loader, time zone, MIME and CA
-# tables); everything else outside the box and the prefixes below is denied.
+# System files a well-behaved program may read (dynamic loader, time zone, MIME and CA tables,
+# OpenSSL's config that node reads at start); everything else outside the box and the
+# prefixes below is denied.
 RO_SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/localtime",
-             "/etc/mime.types", "/etc/ssl/certs", "/dev/urandom", "/dev/random", "/dev/zero")
+             "/etc/mime.types", "/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/dev/urandom", "/dev/random",
+             "/dev/zero")
 RW_SYSTEM = ("/dev/null",)
 COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".git", "node_modules")
 
