@@ -97,7 +97,7 @@ def grade_all(directory: Path, *, jobs: int | None = None, timeout: float = DEFA
     """Grade every submission folder in `directory` (sorted by student). NoSubmissions when there
     is none; GradingUnavailable when pytest is missing."""
     folders = find_submissions(directory)
-    if any(language(f) in ("python", "unknown") for f in folders):
+    if any(language(f) == "python" for f in folders):
         require_pytest()
     sandbox.probe()  # once, before the workers start
     grades: list[SubmissionGrade] = []

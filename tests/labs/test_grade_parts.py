@@ -279,7 +279,7 @@ def test_cli_names_the_install_when_pytest_is_missing(monkeypatch: pytest.Monkey
     real = grade_mod.importlib.util.find_spec
     monkeypatch.setattr(grade_mod.importlib.util, "find_spec",
                         lambda n, *a: None if n == "pytest" else real(n, *a))
-    (tmp_path / "20230001").mkdir()
+    shutil.copytree(FULL_MARKS / "runtime", tmp_path / "20230001" / "runtime")
     code, _, err = _cli("grade", tmp_path)
     assert code == 2 and "pip install 'agentos-kernel[labs]'" in err
 
