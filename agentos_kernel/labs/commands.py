@@ -11,6 +11,7 @@ import argparse
 from importlib import import_module
 
 COMMAND_MODULES: tuple[str, ...] = (
+    "audit_cli",
     "grade_cli",
 )
 
