@@ -17,7 +17,7 @@ import pytest
 
 from agentos_kernel.cli import main as cli_main
 from agentos_kernel.labs import grade as grade_mod
-from agentos_kernel.labs import sandbox, testrun
+from agentos_kernel.labs import rubric, sandbox, testrun
 from agentos_kernel.labs.boundary import check as boundary_check
 from agentos_kernel.labs.contracts import check as contracts_check
 from agentos_kernel.labs.determinism import first_difference, normalise, normalised_logs
@@ -310,3 +310,17 @@ def test_a_typescript_suite_runs_under_node_in_the_sandbox(tmp_path: Path) -> No
     assert [t.cases for t in tests] == [("unknown tool",), ("hook deny, timeout or exception",)]
     run = testrun.run_suite(sub, tmp_path / "work", "run1", "typescript", timeout=30, seed=1)
     assert run.problem is None and run.outcomes == {"unknown tool": "failed", "hook deny": "passed"}
+
+
+def test_safety_counts_only_fail_closed_tests_that_passed(tmp_path: Path) -> None:
+    root = _suite(tmp_path, ("def test_unknown_tool():\n    assert code() == 'TOOL_NOT_FOUND'\n"
+                             "def test_stale_hash():\n    assert code() == 'WRITE_CONFLICT'\n"))
+    tests, _ = find_tests(root, "python")
+    ran = testrun.SuiteRun(None, outcomes={"tests.test_x::test_unknown_tool": "passed",
+                                           "tests.test_x::test_stale_hash": "failed"})
+    result = rubric.safety(tests, ran)
+    assert not result.passed
+    assert result.reason.startswith("1 fail-closed case(s) tested and passing (unknown tool); need 2")
+    assert "tests/test_x.py:3 test_stale_hash failed" in result.reason
+    both = testrun.SuiteRun(None, outcomes=dict.fromkeys(ran.outcomes, "passed"))
+    assert rubric.safety(tests, both).passed
