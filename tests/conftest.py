@@ -23,6 +23,9 @@ from .helpers import CANONICAL, REPO, Cli, Run, RunRequest, finish
 
 TESTS = Path(__file__).resolve().parent
 OTHER_TEAMS = (TESTS / "workflows", TESTS / "jupyter")  # their fixtures, their rules
+# Student submissions graded by tests/labs/test_grade*.py: their tests run inside the grader's
+# sandbox, never as part of this suite.
+collect_ignore_glob = ["labs/submissions/*"]
 
 
 def _listing(root: Path) -> set[str]:

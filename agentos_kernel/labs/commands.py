@@ -11,7 +11,9 @@ import argparse
 from importlib import import_module
 
 COMMAND_MODULES: tuple[str, ...] = (
+    "audit_cli",
     "lab_cli",
+    "grade_cli",
 )
 
 

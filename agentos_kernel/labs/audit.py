@@ -1,0 +1,145 @@
+"""Audit Completeness (spec) for any event log: ours, or one another implementation wrote.
+
+`audit_log(path)` reads a `.events.jsonl` (or a session directory) line by line and reports
+every gap: a line that is not an event, a broken seq or hash chain, an LLM request or tool
+invoke without its answer, a transition from a state never entered, a hook decision that is
+not a decision, a schema violation nothing refused, a session that is not closed, and (for a
+successful session) a required event type that never appears. It never raises on bad
+content; each problem is a `Gap` naming the check, the event's seq and the file's line.
+
+What a log must show for each check is written down in docs/log-format.md ("Audit").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..events import LOG_NAME, Event, LogError
+from . import audit_checks
+from .audit_model import Entry, Gap
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The audit of one log."""
+
+    path: str
+    """The log file audited."""
+    events: int
+    """How many lines were read as events."""
+    gaps: tuple[Gap, ...]
+    """Every gap found, in check order then log order."""
+    notes: tuple[str, ...] = field(default=())
+    """What the audit decided without it being a gap (e.g. a successful session without a
+    skill, which needs no skill or tool events)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the log has no gap."""
+        return not self.gaps
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON (for `agentos audit --json`)."""
+        return {"path": self.path, "events": self.events, "ok": self.ok,
+                "gaps": [g.to_dict() for g in self.gaps], "notes": list(self.notes)}
+
+
+def log_file(path: Path | str) -> Path:
+    """The log file for `path`: the file itself, or `<dir>/.events.jsonl` of a session
+    directory. FileNotFoundError names what is missing."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    if p.is_dir():
+        if (p / LOG_NAME).is_file():
+            return p / LOG_NAME
+        raise FileNotFoundError(f"{p}: no {LOG_NAME} in this directory; give a log file or a "
+                                "session directory (sessions/<id>/)")
+    raise FileNotFoundError(f"{p}: no such file or directory")
+
+
+def find_logs(path: Path | str) -> list[Path]:
+    """Every log under `path`: a log file, a session directory, or a directory of session
+    directories (`<path>/<id>/.events.jsonl`, sorted). FileNotFoundError when there is none."""
+    p = Path(path)
+    if p.is_file() or (p / LOG_NAME).is_file():
+        return [log_file(p)]
+    if not p.is_dir():
+        raise FileNotFoundError(f"{p}: no such file or directory")
+    found = sorted(p.glob(f"*/{LOG_NAME}"))
+    if not found:
+        raise FileNotFoundError(f"{p}: no {LOG_NAME} here nor in any {p}/<session>/ directory")
+    return found
+
+
+def audit_log(path: Path | str) -> AuditReport:
+    """Audit one log (a `.events.jsonl` file or a session directory). Bad content is a Gap;
+    only a missing path raises (FileNotFoundError)."""
+    file = log_file(path)
+    entries, gaps = read_entries(file)
+    notes: list[str] = []
+    gaps += audit_checks.run_all(entries, notes)
+    return AuditReport(str(file), len(entries), tuple(gaps), tuple(notes))
+
+
+def read_entries(file: Path) -> tuple[list[Entry], list[Gap]]:
+    """The lines of `file` that are events (with their line numbers), and an `envelope`
+    gap for each line that is not."""
+    entries: list[Entry] = []
+    gaps: list[Gap] = []
+    for n, line in _lines(file):
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            gaps.append(Gap("envelope", None, n, f"line {n} is not JSON ({exc}); every line must "
+                                                 "be one event object"))
+            continue
+        problem = envelope_problem(obj, f"line {n}")
+        if problem:
+            gaps.append(Gap("envelope", None, n, problem))
+            continue
+        entries.append(Entry(n, len(entries) + 1, obj))
+    if not entries and not gaps:
+        gaps.append(Gap("envelope", None, None, f"{file} holds no event; a session log starts "
+                                                "with session.start"))
+    return entries, gaps
+
+
+def _lines(file: Path) -> Iterator[tuple[int, bytes]]:
+    with file.open("rb") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                yield n, line
+
+
+def envelope_problem(obj: Any, where: str) -> str | None:
+    """Why `obj` is not an event_v1 envelope (the eight fields, optional seq and chain),
+    else None."""
+    try:
+        Event.from_dict(obj, where=where)
+    except LogError as exc:
+        return f"{exc}; an event has id, session_id, ts, type, actor, payload, schema_version, parent_id"
+    except TypeError as exc:  # a field of the wrong type reaching the dataclass
+        return f"{where}: {exc}"
+    if obj["schema_version"] != "v1":
+        return f"{where}: schema_version: is {obj['schema_version']!r}; the envelope is 'v1'"
+    if obj["parent_id"] is not None and not isinstance(obj["parent_id"], str):
+        return f"{where}: parent_id: must be a string or null"
+    if not obj["id"] or not obj["type"]:
+        return f"{where}: {'id' if not obj['id'] else 'type'}: must not be empty"
+    seq = obj.get("seq")
+    if "seq" in obj and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
+        return f"{where}: seq: must be an integer from 1"
+    chain = obj.get("chain")
+    if "chain" in obj and not (isinstance(chain, str) and len(chain) == 64
+                               and all(c in "0123456789abcdef" for c in chain)):
+        return f"{where}: chain: must be 64 lowercase hex digits (a sha256)"
+    return None
+
+
+__all__ = ["AuditReport", "Gap", "audit_log", "find_logs", "log_file", "read_entries"]

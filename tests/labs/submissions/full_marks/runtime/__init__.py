@@ -1,0 +1,1 @@
+"""Lab 07 runtime: one module per responsibility (spec Implementation Guide)."""
