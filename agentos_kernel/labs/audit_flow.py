@@ -89,15 +89,16 @@ def _pairs(entries: list[Entry], ask: str, answers: tuple[str, ...], key: str, c
 
 
 def _match(open_: list[Entry], answer: Entry, key: str) -> Entry | None:
-    """Without parent_id: the open request with the same call id, else the same tool name,
-    else the oldest open one."""
+    """Without parent_id: the open request with the same call id, else with the same tool
+    name, else the latest open one (a sequential runtime answers a call before it makes the
+    next, so an unanswered call is then named, not the one after it)."""
     for field in (key, "name"):
         value = answer.payload.get(field)
         if value is not None:
             same = [r for r in open_ if r.payload.get(field) == value]
             if same:
-                return same[0]
-    return open_[0] if open_ else None
+                return same[-1]
+    return open_[-1] if open_ else None
 
 
 def check_llm_pairs(entries: list[Entry]) -> list[Gap]:

@@ -86,8 +86,8 @@ def check_scenario(s: Scenario, log: Path) -> ScenarioResult:
         report = audit_log(log)
         if report.gaps:
             g = report.gaps[0]
-            failures.append(f"audit: {len(report.gaps)} gap(s), first [{g.check} seq {g.seq} line "
-                            f"{g.line}] {g.what}")
+            failures.append(f"audit: {len(report.gaps)} gap(s), first: {g.check} at seq {g.seq}, "
+                            f"line {g.line}: {g.what}")
     entries, _ = read_entries(log)
     close = next((e for e in entries if e.type == "session.close"), None)
     if close is None:
@@ -133,8 +133,8 @@ def _order(entries: list[Entry], first: dict[str, Any], then: dict[str, Any]) ->
         absent = " and ".join(shown(m) for m, e in ((first, a), (then, b)) if e is None)
         return [f"order: {shown(first)} before {shown(then)}, but there is no {absent}"]
     if a.pos >= b.pos:
-        return [f"order: the first {shown(first)} (seq {a.seq}) must come before the first "
-                f"{shown(then)} (seq {b.seq})"]
+        return [f"order: the first {shown(first)} (line {a.line}) must come before the first "
+                f"{shown(then)} (line {b.line})"]
     return []
 
 
