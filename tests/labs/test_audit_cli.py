@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -159,6 +160,40 @@ def test_an_l8_success_needs_its_workflow_completed(tmp_path: Path, preset_logs:
 def test_each_broken_log_gets_exactly_its_gap(name: str) -> None:
     report = audit_log(BROKEN / f"{name}.events.jsonl")
     assert _where(report) == EXPECTED_GAPS[name], [g.what for g in report.gaps]
+
+
+def _edit(n: int, **fields: object) -> Callable[[list[dict]], list[dict]]:
+    """Set envelope or payload fields of line n (1-based) of the TypeScript fixture."""
+    def apply(events: list[dict]) -> list[dict]:
+        for k, v in fields.items():
+            if k == "payload":
+                events[n - 1]["payload"] = v
+            else:
+                events[n - 1][k] = v(events) if callable(v) else v
+        return events
+    return apply
+
+
+# One change to the clean TypeScript log, and the one gap it must give.
+MUTATIONS = {
+    "duplicate id": (_edit(5, id=lambda ev: ev[3]["id"]), [("envelope", 5, 5)]),
+    "another session": (_edit(7, session_id="other"), [("envelope", 7, 7)]),
+    "parent is later": (_edit(13, parent_id=lambda ev: ev[13]["id"]), [("parent", 13, 13)]),
+    "parent is nowhere": (_edit(16, parent_id="nope"), [("parent", 16, 16)]),
+    "start not first": (lambda ev: [ev[1], ev[0], *ev[2:]], [("start", 2, 2)]),
+    "close without ok": (_edit(26, payload={}), [("closed", 26, 26)]),
+    "failed close without reason": (_edit(26, payload={"ok": False}), [("closed", 26, 26)]),
+    "ok but never DONE": (lambda ev: ev[:22] + ev[23:], [("transition", 25, 25)]),
+}
+
+
+@pytest.mark.parametrize("change", sorted(MUTATIONS))
+def test_one_change_to_a_clean_foreign_log_gives_one_gap(tmp_path: Path, change: str) -> None:
+    events = [json.loads(ln) for ln in FOREIGN_TS.read_text(encoding="utf-8").splitlines()]
+    mutate, expected = MUTATIONS[change]
+    lines = [json.dumps(e).encode() + b"\n" for e in mutate(events)]
+    report = audit_log(_write(tmp_path, lines))
+    assert _where(report) == expected, [g.what for g in report.gaps]
 
 
 def test_gap_messages_name_the_event_and_the_fix() -> None:

@@ -104,6 +104,14 @@ def test_a_log_that_does_not_show_the_scenario_fails_with_what_is_missing(tmp_pa
     )
 
 
+def test_a_log_with_an_audit_gap_fails_its_scenario(tmp_path: Path) -> None:
+    d = _log_dir(tmp_path, canonical=FIXTURES / "broken" / "garbage_line.events.jsonl")
+    (row,) = conform(d, SCENARIOS, only=["canonical"]).results
+    assert row.status == "fail" and len(row.failures) == 1
+    assert row.failures[0].startswith("audit: 1 gap(s), first: envelope at seq None, line 19: "
+                                      "line 19 is not JSON")
+
+
 def test_order_and_absent_text_are_checked(tmp_path: Path) -> None:
     lines = (FIXTURES / "foreign_ts_canonical.events.jsonl").read_text(encoding="utf-8").splitlines(True)
     assert '"skill.invoke"' in lines[2] and '"llm.request"' in lines[4]
