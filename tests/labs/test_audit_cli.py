@@ -15,6 +15,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentos_kernel import Runtime
 from agentos_kernel.labs.audit import AuditReport, Gap, audit_log, find_logs
@@ -221,6 +223,36 @@ def test_a_failed_schema_invalid_without_its_violation_is_a_gap(tmp_path: Path,
     report = audit_log(_write(tmp_path, cut))
     assert [g.check for g in report.gaps] == ["schema-violation"]
     assert report.gaps[0].what.startswith("session.close reports SCHEMA_INVALID")
+
+
+ODD_VALUES = (None, True, -1, 1e20, 1e300, "", [], {}, {"a": [1]}, "x", 2**70, 0.5)
+ENVELOPE = ("id", "session_id", "ts", "type", "actor", "payload", "schema_version", "parent_id")
+
+
+@settings(max_examples=150, deadline=None)
+@given(edits=st.lists(st.tuples(st.integers(0, 25), st.sampled_from((*ENVELOPE, "payload.*")),
+                                st.sampled_from(ODD_VALUES)), min_size=1, max_size=4),
+       cut=st.integers(0, 26))
+def test_audit_never_raises_on_bad_content(tmp_path_factory: pytest.TempPathFactory,
+                                           edits: list[tuple[int, str, object]], cut: int) -> None:
+    events = [json.loads(ln) for ln in FOREIGN_TS.read_text(encoding="utf-8").splitlines()][:cut]
+    for n, field, value in edits:
+        if n < len(events):
+            target = events[n]["payload"] if field == "payload.*" else events[n]
+            if isinstance(target, dict):
+                target[next(iter(target), "x") if field == "payload.*" else field] = value
+    log = tmp_path_factory.mktemp("odd") / "log.jsonl"
+    log.write_text("\n".join(json.dumps(e) for e in events), encoding="utf-8")
+    report = audit_log(log)
+    assert report.events + sum(1 for g in report.gaps if g.check == "envelope" and g.line) >= len(events)
+
+
+def test_a_numeric_ts_out_of_range_is_an_envelope_gap(tmp_path: Path) -> None:
+    events = [json.loads(ln) for ln in FOREIGN_TS.read_text(encoding="utf-8").splitlines()]
+    events[2]["ts"] = 1e20
+    report = audit_log(_write(tmp_path, [json.dumps(e).encode() + b"\n" for e in events]))
+    assert report.gaps[0] == Gap("envelope", None, 3, report.gaps[0].what)
+    assert "ts: 1e+20 is not a time in Unix seconds" in report.gaps[0].what
 
 
 # -- the command ---------------------------------------------------------------------------
