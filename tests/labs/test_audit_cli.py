@@ -133,6 +133,17 @@ def test_a_correction_after_the_close_is_allowed(runtime: Runtime) -> None:
     assert audit_log(runtime.store.path(sid)).ok
 
 
+def test_a_new_pass_after_done_starts_again_at_intake(workspace: Path) -> None:
+    config = workspace / "agentos.yaml"  # without stop_after_one the Stop hook allows more passes
+    config.write_text("".join(ln for ln in config.read_text(encoding="utf-8").splitlines(True)
+                              if "stop_after_one" not in ln), encoding="utf-8")
+    rt = Runtime.from_workspace(workspace)
+    sid = rt.handle_user_request(CANONICAL).value.session_id
+    starts = [e for e in rt.events(sid) if e.type == "agent.transition" and e.payload["from"] == "INTAKE"]
+    assert len(starts) == rt.profile.max_iterations > 1
+    assert audit_log(rt.store.path(sid)).gaps == ()
+
+
 def test_no_skill_success_needs_no_skill_or_tool_events(run_request: RunRequest) -> None:
     run = run_request("what is the weather")
     assert run.ok and "skill.invoke" not in run.types()
