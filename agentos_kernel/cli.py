@@ -168,6 +168,27 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     return EXIT_NOT_OK if args.verify and not report.verified else EXIT_OK
 
 
+def cmd_run_scenarios(args: argparse.Namespace) -> int:
+    from .scenarios import load_scenarios, run_scenarios  # only this command needs them
+
+    scenarios = load_scenarios(args.scenarios)
+    if args.only:
+        wanted = [i for i in args.only.split(",") if i]
+        unknown = sorted(set(wanted) - {s.id for s in scenarios})
+        if unknown:
+            raise UsageError(f"unknown scenario {unknown[0]!r}; scenarios: "
+                             f"{', '.join(s.id for s in scenarios)}")
+        scenarios = [s for s in scenarios if s.id in wanted]
+    try:
+        runs = run_scenarios(args.log_dir, scenarios)
+    except FileExistsError as exc:
+        raise UsageError(str(exc)) from None
+    for r in runs:
+        print(f"{r.id}: closed {'ok' if r.ok else 'not ok'} -> {r.log}")
+    print(f"\nnext: agentos conform {args.log_dir}")
+    return EXIT_OK
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     ws, problems = validate_workspace(Path(args.path) if args.path else args.workspace)
     where = "bundled reference workspace" if ws.bundled else str(ws.root)
@@ -249,6 +270,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when the re-run diverges from the log (else only report it)")
     p.add_argument("--json", action="store_true", help="print the rerun report as JSON instead")
     p.set_defaults(fn=cmd_rerun)
+
+    p = sub.add_parser("run-scenarios",
+                       help="run every conformance scenario on this runtime, one log each in LOG_DIR")
+    p.add_argument("log_dir", metavar="LOG_DIR", type=Path,
+                   help="where to write <scenario-id>/.events.jsonl (must not hold them yet)")
+    p.add_argument("--scenarios", type=Path, default=None, metavar="DIR",
+                   help="scenario directory (default: the bundled conformance/scenarios)")
+    p.add_argument("--only", metavar="IDS", help="run only these scenario ids, comma-separated")
+    p.set_defaults(fn=cmd_run_scenarios)
 
     p = sub.add_parser("validate", help="check every contract file of a workspace (file: field: problem)")
     p.add_argument("path", nargs="?", help="workspace directory (default: as --workspace)")

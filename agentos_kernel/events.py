@@ -100,7 +100,10 @@ class Event:
             raise LogError(f"{where}: {extra[0]}: not an event field")
         ts = d["ts"]
         if isinstance(ts, int | float) and not isinstance(ts, bool):
-            ts = iso(datetime.fromtimestamp(ts, UTC))
+            try:
+                ts = iso(datetime.fromtimestamp(ts, UTC))
+            except (OverflowError, OSError, ValueError):
+                raise LogError(f"{where}: ts: {ts} is not a time in Unix seconds") from None
         elif not isinstance(ts, str):
             raise LogError(f"{where}: ts: must be an ISO-8601 string or Unix seconds")
         for name in ("id", "session_id", "type", "actor", "schema_version"):

@@ -89,15 +89,16 @@ def _pairs(entries: list[Entry], ask: str, answers: tuple[str, ...], key: str, c
 
 
 def _match(open_: list[Entry], answer: Entry, key: str) -> Entry | None:
-    """Without parent_id: the open request with the same call id, else the same tool name,
-    else the oldest open one."""
+    """Without parent_id: the open request with the same call id, else with the same tool
+    name, else the latest open one (a sequential runtime answers a call before it makes the
+    next, so an unanswered call is then named, not the one after it)."""
     for field in (key, "name"):
         value = answer.payload.get(field)
         if value is not None:
             same = [r for r in open_ if r.payload.get(field) == value]
             if same:
-                return same[0]
-    return open_[0] if open_ else None
+                return same[-1]
+    return open_[-1] if open_ else None
 
 
 def check_llm_pairs(entries: list[Entry]) -> list[Gap]:
@@ -183,16 +184,6 @@ def _goes_on(e: Entry) -> bool:
             or (e.type == "session.close" and e.payload.get("ok") is True))
 
 
-def _codes(e: Entry) -> list[str]:
-    p = e.payload
-    err = p.get("error")
-    found = [p.get("code"), err.get("code") if isinstance(err, dict) else None]
-    reason = p.get("reason") if e.type == "session.close" else None
-    if isinstance(reason, str):
-        found.append(reason.split(":", 1)[0].strip())
-    return [c for c in found if isinstance(c, str)]
-
-
 def check_schema_violations(entries: list[Entry]) -> list[Gap]:
     """A schema.violation is refused (a deny, an error, a failed state, a not-ok close, or
     the error handed back to the model) before the run goes on with the payload; and a
@@ -209,7 +200,7 @@ def check_schema_violations(entries: list[Entry]) -> list[Gap]:
                 gaps.append(e.gap("schema-violation", f"schema.violation of {sid} at {where} is not "
                                                       f"refused: {then} without a deny, error, failed "
                                                       "transition or not-ok close (fail closed)"))
-        elif "SCHEMA_INVALID" in _codes(e) and not seen_violation:
+        elif "SCHEMA_INVALID" in e.codes() and not seen_violation:
             gaps.append(e.gap("schema-violation", f"{e.type} reports SCHEMA_INVALID but no "
                                                   "schema.violation was logged before it; log the "
                                                   "violation (schema_id, where, violations)"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,9 @@ class Gap:
     def to_dict(self) -> dict[str, Any]:
         """The gap as JSON (for `agentos audit --json`)."""
         return {"check": self.check, "seq": self.seq, "line": self.line, "what": self.what}
+
+
+_CODE = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,17 @@ class Entry:
     def gap(self, check: str, what: str) -> Gap:
         """A gap located at this event."""
         return Gap(check, self.seq, self.line, what)
+
+    def codes(self) -> set[str]:
+        """Fail-closed codes this event reports: its payload's `code`, its `error.code`, and
+        for session.close the CODE-like words of its reason ("TOOL_NOT_FOUND: ...")."""
+        p = self.payload
+        err = p.get("error")
+        found = {p.get("code"), err.get("code") if isinstance(err, dict) else None}
+        reason = p.get("reason")
+        if self.type == "session.close" and isinstance(reason, str):
+            found.update(_CODE.findall(reason))
+        return {c for c in found if isinstance(c, str) and c}
 
     def name(self) -> str:
         """How messages name this event: its type and seq."""

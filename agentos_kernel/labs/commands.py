@@ -12,6 +12,7 @@ from importlib import import_module
 
 COMMAND_MODULES: tuple[str, ...] = (
     "audit_cli",
+    "conform_cli",
     "lab_cli",
     "grade_cli",
 )

@@ -123,6 +123,12 @@ def _build(name: str, doc: Any, where: str) -> FaultPlan:
     return FaultPlan(name, tuple(faults), tuple(hooks))
 
 
+def plan_from_doc(name: str, doc: Any) -> FaultPlan:
+    """A plan from an already-parsed fault_plan_v1 document (e.g. embedded in a conformance
+    scenario); FaultPlanError names `name` and the field."""
+    return _build(name, doc, name)
+
+
 def load_fault_plan(spec: str) -> FaultPlan:
     """A plan from a file path, or from preset names joined by commas."""
     path = Path(spec)
