@@ -102,6 +102,10 @@ def cmd_release(args: argparse.Namespace) -> int:
               f"{nb.hidden_tests} hidden test region(s) removed, outputs cleared")
     for path in report.copied:
         print(f"copied {path}")
+    if report.left_behind:  # starter files a notebook reads would be missing in the handout
+        names = ", ".join(p.name for p in report.left_behind)
+        print(f"note: not copied from {Path(args.src).parent}: {names}; to hand them out too, "
+              f"release the folder: agentos lab release {Path(args.src).parent} DEST")
     return EXIT_OK
 
 

@@ -62,6 +62,8 @@ class ReleaseReport:
     """Every notebook released."""
     copied: tuple[Path, ...]
     """Other files of the lab folder copied unchanged (destination paths)."""
+    left_behind: tuple[Path, ...] = ()
+    """Files beside a notebook SRC that were not copied (release the folder to include them)."""
 
 
 def lock_cells(nb: Any) -> None:
@@ -193,7 +195,10 @@ def release(src: Path, dest: Path, *, force: bool = False) -> ReleaseReport:
     for s, d in others:
         d.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(s, d)
-    return ReleaseReport(tuple(released), tuple(d for _, d in others))
+    beside = () if src.is_dir() else tuple(
+        sorted(p for p in src.parent.iterdir() if p != src and p.suffix != ".ipynb"
+               and not p.name.startswith(".")))
+    return ReleaseReport(tuple(released), tuple(d for _, d in others), beside)
 
 
 def grade_ids(nb: Any) -> list[str]:

@@ -104,6 +104,15 @@ def test_a_single_notebook_goes_to_a_path_or_into_a_folder(tmp_path: Path) -> No
     assert not (tmp_path / "folder" / "README.md").exists()  # a notebook alone carries no files
 
 
+def test_releasing_one_notebook_says_which_files_beside_it_stay_behind(tmp_path: Path, cli: Any) -> None:
+    report = release(SOURCE, tmp_path / "one")
+    assert {p.name for p in report.left_behind} == {"README.md", "data"}
+    code, out, _ = cli("lab", "release", SOURCE, tmp_path / "two")
+    assert code == 0 and f"note: not copied from {LAB}: README.md, data; " in out
+    assert f"release the folder: agentos lab release {LAB} DEST" in out
+    assert release(LAB, tmp_path / "three").left_behind == ()
+
+
 def test_release_refuses_to_overwrite_unless_forced(tmp_path: Path, cli: Any) -> None:
     dest = tmp_path / "out"
     code, out, _ = cli("lab", "release", LAB, dest)
