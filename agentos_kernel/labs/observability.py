@@ -117,7 +117,8 @@ def check(root: Path) -> CriterionResult:
         report = audit_log(inside(root, LOG))
     except LogError as exc:
         return fail(KEY, [f"{exc}: the log cannot be audited"])
-    problems += [f"{LOG}:{g.line}: audit {g.check}: {g.what}" for g in report.gaps]
+    problems += [f"{LOG}{'' if g.line is None else f':{g.line}'}: audit {g.check}: {g.what}"
+                 for g in report.gaps]  # a whole-log gap (no close, say) has no line
     try:
         snap = replay_log(data)
     except LogError as exc:

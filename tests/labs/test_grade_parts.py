@@ -21,6 +21,7 @@ from agentos_kernel.labs import rubric, sandbox, testrun
 from agentos_kernel.labs.boundary import check as boundary_check
 from agentos_kernel.labs.contracts import check as contracts_check
 from agentos_kernel.labs.determinism import first_difference, normalise, normalised_logs
+from agentos_kernel.labs.observability import check as observability_check
 from agentos_kernel.labs.observability import compare_snapshot, replay_log
 from agentos_kernel.labs.readme import check as readme_check
 from agentos_kernel.labs.readme import sections
@@ -72,6 +73,18 @@ def test_snapshot_compared_in_the_spec_shape_and_snapshot_v1() -> None:
     assert any("llm_calls is 99" in p for p in compare_snapshot(wrong, snap))
     partial = {k: v for k, v in spec_shape.items() if k != "tools_invoked"}
     assert any("no 'tools_invoked'" in p for p in compare_snapshot(partial, snap))
+
+
+def test_a_whole_log_gap_is_reported_without_a_line_number(tmp_path: Path) -> None:
+    root = tmp_path / "sub"
+    shutil.copytree(FULL_MARKS, root)
+    log = root / LOG
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(ln for ln in lines if b'"session.close"' not in ln))
+    result = observability_check(root)
+    assert not result.passed
+    assert f"{LOG}: audit closed: no session.close" in "\n".join(result.details), result.details
+    assert ":None" not in result.reason + "".join(result.details)
 
 
 def test_readme_sections_ignore_hashes_inside_code() -> None:
