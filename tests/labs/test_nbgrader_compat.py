@@ -112,3 +112,47 @@ def test_metadata_nbgrader_rejects_is_rejected_here_too(case: str, tmp_path: Pat
     with pytest.raises((ValidationError, Exception)):  # SchemaTooOldError for the old version
         MetadataValidator().validate_nb(nb)
     MetadataValidator().validate_nb(read(SOURCE))  # and the fixture itself is valid to both
+
+
+# -- a course lab, not only the fixture: lab-03-skills with half its answers -----------------
+
+COURSE_LAB = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "lab-03-skills"
+
+
+def _half_done(released: Path, source: Path, dest: Path) -> None:
+    """The released notebook with only its first answer cell filled in (from the model answer)."""
+    import nbformat
+
+    nb, model = read(released), read(source)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c for c in model.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    first = next(iter(answers))
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == first:
+            cell.source = answers[first].source
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)
+
+
+def test_autograde_agrees_with_lab_check_on_a_course_lab(tmp_path: Path) -> None:
+    from nbgrader.api import Gradebook
+
+    name = COURSE_LAB.name
+    root, home = tmp_path / "course", tmp_path / "home"
+    root.mkdir()
+    db = f"sqlite:///{root / 'gradebook.db'}"
+    (root / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(root)!r}\nc.CourseDirectory.db_url = {db!r}\n"
+        "c.Execute.timeout = 60\n")
+    shutil.copytree(COURSE_LAB, root / "source" / name)
+    _nbgrader(root, home, "generate_assignment", name)
+    submitted = root / "submitted" / "ada" / name
+    shutil.copytree(root / "release" / name, submitted)
+    _half_done(root / "release" / name / f"{name}.ipynb", COURSE_LAB / f"{name}.ipynb",
+               submitted / f"{name}.ipynb")
+    ours = check_notebook(submitted / f"{name}.ipynb", source=COURSE_LAB / f"{name}.ipynb", timeout=60)
+    _nbgrader(root, home, "autograde", name)
+    with Gradebook(db) as gb:
+        theirs = {g.name: g.auto_score for g in gb.find_submission_notebook(name, name, "ada").grades}
+    assert points(ours) == theirs
+    assert 0 < ours.total < ours.max_total  # half done: some points, not all
