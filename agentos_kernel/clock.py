@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -76,14 +78,49 @@ class CounterIds:
 
 
 class RandomIds:
-    """Time-ordered random ids in the shape of UUIDv7 (48-bit ms time, then random bits)."""
+    """Time-ordered random ids: RFC 9562 UUIDv7 strings (see `uuid7`)."""
 
     def event_id(self, session_id: str, seq: int) -> str:
-        ms = int(time.time() * 1000)
-        rnd = int.from_bytes(os.urandom(10), "big")
-        value = (ms << 80) | (0x7 << 76) | (rnd & ((1 << 76) - 1))
-        h = f"{value:032x}"
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        return str(uuid7())
+
+
+class _V7:
+    """RFC 9562 §6.2 method 1: a 42-bit counter (rand_a and the top 30 bits of rand_b) seeded
+    randomly each new millisecond, below 2**41 so at least 2**41 ids fit in one millisecond.
+    If the wall clock steps back or the counter overflows, the last millisecond is kept (or
+    advanced by one), so ids from one process are strictly increasing."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # sessions may append from several threads
+        self._ms = -1
+        self._counter = 0
+
+    def next(self) -> uuid.UUID:
+        with self._lock:
+            ms = time.time_ns() // 1_000_000
+            if ms > self._ms:
+                self._ms, self._counter = ms, int.from_bytes(os.urandom(6), "big") >> 7
+            else:
+                self._counter += 1
+                if self._counter >> 42:  # 2**41 ids in one millisecond: borrow the next one
+                    self._ms, self._counter = self._ms + 1, int.from_bytes(os.urandom(6), "big") >> 7
+            ms, counter = self._ms, self._counter
+        tail = int.from_bytes(os.urandom(4), "big")
+        value = ((ms & (1 << 48) - 1) << 80 | 0x7 << 76 | (counter >> 30) << 64
+                 | 0b10 << 62 | (counter & (1 << 30) - 1) << 32 | tail)
+        return uuid.UUID(int=value)
+
+
+_V7_SOURCE = _V7()
+# A forked child starts a fresh sequence: parent and child then share no (ms, counter) prefix.
+os.register_at_fork(after_in_child=_V7_SOURCE.__init__)
+
+
+def uuid7() -> uuid.UUID:
+    """A new UUIDv7 (version 7, variant 10): 48-bit Unix milliseconds, then a counter, then
+    32 random bits; strictly increasing within this process (Python 3.14's `uuid.uuid7`
+    uses the same layout)."""
+    return _V7_SOURCE.next()
 
 
 def random_session_id() -> str:
