@@ -9,16 +9,19 @@ student's) load and replay; a numeric `ts` is read as Unix seconds.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 import orjson
 
 from .clock import iso
+from .durability import Durability, LogWriter
+from .sessionlock import LOCK_NAME, SessionLocked
 
 LOG_NAME = ".events.jsonl"
 REQUIRED_FIELDS = ("id", "session_id", "ts", "type", "actor", "payload", "schema_version", "parent_id")
@@ -138,8 +141,16 @@ def chain_of(prev: str | None, event: Event) -> str:
 class EventStore(Protocol):
     """Where events live. Every implementation passes tests/contract/test_event_store.py."""
 
+    def create(self, session_id: str) -> None:
+        """Claim a new session for this writer until `close`: SessionLocked when another
+        writer has it, SessionExists when it already has a log."""
+
+    def reopen(self, session_id: str) -> None:
+        """Claim a session that has a log, to append to it: SessionLocked, or KeyError."""
+
     def append(self, event: Event) -> None:
-        """Append one event to its session's log; never rewrites an earlier one."""
+        """Append one event to its session's log; never rewrites an earlier one. A session
+        not claimed yet is claimed first (SessionLocked when another writer has it)."""
 
     def read(self, session_id: str) -> Iterator[Event]:
         """Stream a session's events in order; KeyError if the session has no log."""
@@ -154,19 +165,23 @@ class EventStore(Protocol):
         """True when the session has a log."""
 
     def close(self, session_id: str) -> None:
-        """Release what is held open for a session (appending later reopens it)."""
+        """Release what is held for a session: its file and its claim (appending later
+        claims it again)."""
 
 
 class JsonlEventStore:
     """`<root>/<session_id>/.events.jsonl`, one canonical JSON line per event.
 
-    The file of a running session is kept open and each line flushed, so a crash or
-    Ctrl-C loses nothing already appended.
+    One writer per session: a session is claimed (`create`, `reopen`, or its first
+    `append`) under an OS lock held until `close`, so another writer gets SessionLocked.
+    Each line is flushed, so a killed process loses nothing appended; `durability` says
+    when the log is fsynced too, so that a power cut loses nothing closed (durability.py).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, durability: Durability | None = None) -> None:
         self.root = Path(root)
-        self._open: dict[str, IO[bytes]] = {}
+        self.durability = durability or Durability()
+        self._open: dict[str, LogWriter] = {}
 
     def path(self, session_id: str) -> Path:
         """The log file of a session (its id is checked first)."""
@@ -175,14 +190,26 @@ class JsonlEventStore:
             raise ValueError(problem)
         return self.root / session_id / LOG_NAME
 
+    def create(self, session_id: str) -> None:
+        """Claim a new session: SessionLocked when another writer holds it, SessionExists
+        when it already has a log (checked under the lock, so two claimers never both win)."""
+        self._claim(session_id, new=True)
+
+    def reopen(self, session_id: str) -> None:
+        """Claim an existing session to append to it (amend): SessionLocked, or KeyError."""
+        self._claim(session_id, new=False)
+
+    def _claim(self, session_id: str, new: bool | None) -> LogWriter:
+        path = self.path(session_id)
+        if session_id in self._open:  # this store writes it already: a second writer here
+            raise SessionLocked(session_id, os.getpid(), path.parent / LOCK_NAME)
+        writer = self._open[session_id] = LogWriter.claim(path, session_id, self.durability,
+                                                          new=new)
+        return writer
+
     def append(self, event: Event) -> None:
-        f = self._open.get(event.session_id)
-        if f is None:
-            p = self.path(event.session_id)
-            p.parent.mkdir(parents=True, exist_ok=True)
-            f = self._open[event.session_id] = p.open("ab")
-        f.write(canonical(event.to_dict()) + b"\n")
-        f.flush()
+        writer = self._open.get(event.session_id) or self._claim(event.session_id, None)
+        writer.write(canonical(event.to_dict()) + b"\n")
 
     def read(self, session_id: str) -> Iterator[Event]:
         p = self.path(session_id)
@@ -208,9 +235,9 @@ class JsonlEventStore:
         return self.path(session_id).is_file()
 
     def close(self, session_id: str) -> None:
-        f = self._open.pop(session_id, None)
-        if f is not None:
-            f.close()
+        writer = self._open.pop(session_id, None)
+        if writer is not None:
+            writer.close()
 
 
 def read_log(path: Path) -> Iterator[Event]:

@@ -29,6 +29,7 @@ from .replay import Snapshot, replay_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
 from .session import RunResult, Session
+from .sessionlock import SessionExists, SessionLocked
 from .skills import SkillRegistry, discover
 from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
@@ -63,7 +64,7 @@ class Runtime:
         self.schemas, self.agents, self.skills, self.tools, self.hooks = (
             schemas, agents, skills, tools, hooks)
         self.faults = faults
-        self.store = JsonlEventStore(workspace.sessions)
+        self.store = JsonlEventStore(workspace.sessions, profile.durability)
         self._next_n: int | None = None
 
     @classmethod
@@ -110,6 +111,8 @@ class Runtime:
 
     # -- running ----------------------------------------------------------------------
     def new_session_id(self) -> str:
+        """The next id to try: s0001, s0002 … when deterministic, else a random one.
+        Only `open_session` claims it (another process may take it first)."""
         if not self.profile.deterministic:
             return random_session_id()
         if self._next_n is None:  # list the store once; then count (it only grows)
@@ -119,24 +122,46 @@ class Runtime:
             self._next_n += 1
         return f"s{self._next_n:04d}"
 
+    def _claim(self, session_id: str | None) -> str | Err:
+        """Claim `session_id`, or the first free new id, under the session's OS lock: two
+        processes never get the same id, and a session has one writer (SESSION_LOCKED)."""
+        while True:
+            sid = session_id or self.new_session_id()
+            try:
+                self.store.create(sid)
+                return sid
+            except (SessionExists, SessionLocked) as exc:
+                if session_id is None:  # taken by another process since it was listed: next
+                    if self._next_n is not None:
+                        self._next_n += 1
+                    continue
+                if isinstance(exc, SessionLocked):
+                    return Err(DomainError("lock", ErrorCode.SESSION_LOCKED, str(exc)))
+                return Err(DomainError("config", ErrorCode.SESSION_EXISTS,
+                                       f"session {sid!r} already exists; pick another --session id"))
+
     def open_session(self, session_id: str | None = None) -> Session | Err:
-        """A new session with its log (the id is checked and must be unused)."""
-        sid = session_id or self.new_session_id()
-        problem = check_session_id(sid)
-        if problem:
-            return Err(DomainError("config", ErrorCode.SESSION_ID_INVALID, problem))
-        if self.store.exists(sid):
-            return Err(DomainError("config", ErrorCode.SESSION_EXISTS,
-                                   f"session {sid!r} already exists; pick another --session id"))
+        """A new session with its log, claimed for this writer until the log is closed (the
+        id is checked and must be unused; SESSION_LOCKED names the pid writing it)."""
+        if session_id is not None:
+            problem = check_session_id(session_id)
+            if problem:
+                return Err(DomainError("config", ErrorCode.SESSION_ID_INVALID, problem))
+        sid = self._claim(session_id)
+        if isinstance(sid, Err):
+            return sid
         det = self.profile.deterministic
         key = os.environ.get(self.profile.api_key_env or "", "") if self.profile.api_key_env else ""
         log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
                          CounterIds() if det else RandomIds(), sid, secrets=(key,) if key else ())
-        return Session(log=log, profile=self.profile,
-                       provider=(self.provider_factory or PROVIDERS[self.profile.provider])(
-                           self.profile, self.faults),
-                       tools=self.tools, hooks=self.hooks, schemas=self.schemas,
-                       agents=self.agents,
+        try:
+            provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
+                self.profile, self.faults)
+        except BaseException:
+            log.close()  # no session to hand back: give up its claim
+            raise
+        return Session(log=log, profile=self.profile, provider=provider, tools=self.tools,
+                       hooks=self.hooks, schemas=self.schemas, agents=self.agents,
                        tool_context=ToolContext(self.workspace.root, sid))
 
     def start_session(self, prompt: str, session_id: str | None = None) -> Session | Err:
@@ -272,19 +297,21 @@ class Runtime:
         return list(self.store.read(session_id))
 
     def amend(self, session_id: str, target_id: str, field: str, value: Any, reason: str) -> Event:
-        """Correct an earlier event by appending `event.amended` (never an edit in place)."""
-        if not any(e.id == target_id for e in self.store.read(session_id)):
-            raise KeyError(f"no event {target_id!r} in session {session_id!r}")
-        det = self.profile.deterministic
-        last = self.store.tail(session_id)
-        clock = LogicalClock.after(last.ts) if det and last else SystemClock()
-        log = SessionLog.resume(self.store, self.schemas, clock,
-                                CounterIds() if det else RandomIds(), session_id)
+        """Correct an earlier event by appending `event.amended` (never an edit in place).
+        The session is claimed first: SessionLocked while another writer has it open."""
+        self.store.reopen(session_id)
         try:
+            if not any(e.id == target_id for e in self.store.read(session_id)):
+                raise KeyError(f"no event {target_id!r} in session {session_id!r}")
+            det = self.profile.deterministic
+            last = self.store.tail(session_id)
+            clock = LogicalClock.after(last.ts) if det and last else SystemClock()
+            log = SessionLog.resume(self.store, self.schemas, clock,
+                                    CounterIds() if det else RandomIds(), session_id)
             return log.append("event.amended", "user", {"target_id": target_id, "field": field,
                                                         "value": value, "reason": reason}, target_id)
         finally:
-            log.close()
+            self.store.close(session_id)
 
     def replay(self, session_id: str, at: int | None = None) -> Snapshot:
         """The snapshot recomputed from the log alone."""

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from .durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .errors import ContractError, Problem
 from .frontmatter import field_of
 from .schemas import SchemaRegistry
@@ -51,6 +52,15 @@ class RuntimeProfile:
     """input_per_mtok / output_per_mtok in USD."""
     agents: dict[str, str] = field(default_factory=dict)
     """Role -> agent file (agents/<name>.md) when it differs from the role name."""
+    fsync: FsyncPolicy = DEFAULT_FSYNC
+    """When session logs are fsynced: never | close | every_n | always (docs/reliability.md)."""
+    fsync_every: int | None = None
+    """With `fsync: every_n`: fsync after this many events."""
+
+    @property
+    def durability(self) -> Durability:
+        """The fsync policy the event store applies to this profile's sessions."""
+        return Durability(self.fsync, self.fsync_every or 1)
 
     def agent_for(self, role: str) -> str:
         return self.agents.get(role, role)

@@ -1,0 +1,118 @@
+"""The write side of one session's log: its lock, its file and when it is fsynced.
+
+Flushing hands each line to the OS, so a killed process loses nothing; only fsync puts it
+on the disk, so only fsync survives a power cut. The profile's `fsync` says when
+(docs/reliability.md, "Durability", has the measured cost of each policy):
+
+- `never`: flush only.
+- `close` (the default): fsync the log, its directory and the sessions directory when the
+  log is created (its first event), and the log again when the session closes.
+- `every_n`: as `close`, and the log after every `fsync_every` events.
+- `always`: as `close`, and the log after every event.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Literal
+
+from .sessionlock import SessionExists, SessionLock
+
+FsyncPolicy = Literal["never", "close", "every_n", "always"]
+FSYNC_POLICIES: tuple[FsyncPolicy, ...] = ("never", "close", "every_n", "always")
+DEFAULT_FSYNC: FsyncPolicy = "close"
+
+
+@dataclass(frozen=True)
+class Durability:
+    """When a session's log is fsynced (the profile's `fsync` and `fsync_every`)."""
+
+    fsync: FsyncPolicy = DEFAULT_FSYNC
+    """never | close | every_n | always (see the module docstring)."""
+    every: int = 1
+    """For `every_n`: fsync the log after this many events since its last fsync."""
+
+    def __post_init__(self) -> None:
+        if self.fsync not in FSYNC_POLICIES:
+            raise ValueError(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, not {self.fsync!r}")
+        if not isinstance(self.every, int) or self.every < 1:
+            raise ValueError(f"fsync_every must be an integer of 1 or more, not {self.every!r}")
+
+    def due(self, unsynced: int) -> bool:
+        """Whether the log is fsynced now, `unsynced` events after its last fsync."""
+        if self.fsync == "always":
+            return True
+        return self.fsync == "every_n" and unsynced >= self.every
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of directory `path` (a new file, a new subdirectory) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LogWriter:
+    """The one writer of one session's log, from its claim to its close."""
+
+    def __init__(self, path: Path, lock: SessionLock, durability: Durability) -> None:
+        self.path = path
+        """The session's `.events.jsonl`."""
+        self.durability = durability
+        self._lock = lock
+        self._file: IO[bytes] | None = None
+        self._created = False
+        self._unsynced = 0
+
+    @classmethod
+    def claim(cls, path: Path, session_id: str, durability: Durability, *,
+              new: bool | None) -> LogWriter:
+        """Lock the session (SessionLocked when another writer has it). `new=True` also
+        requires that it has no log (SessionExists), `new=False` that it has one (KeyError);
+        the check is made under the lock, so two claimers cannot both see the id free."""
+        lock = SessionLock.acquire(path.parent, session_id)
+        exists = path.is_file()
+        if new is not None and exists == new:
+            lock.release()
+            if new:
+                raise SessionExists(f"session {session_id!r} already exists ({path})")
+            raise KeyError(f"no session {session_id!r}: {path} does not exist")
+        return cls(path, lock, durability)
+
+    def write(self, line: bytes) -> None:
+        """Append one line, flush it, and fsync as the policy says."""
+        if self._file is None:
+            self._created = not self.path.exists()
+            self._file = self.path.open("ab")
+        self._file.write(line)
+        self._file.flush()
+        self._unsynced += 1
+        if self.durability.fsync == "never":
+            return
+        if self._created:  # the first line of a new log: make the file and its name durable
+            self._sync()
+            fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent.parent)
+            self._created = False
+        elif self.durability.due(self._unsynced):
+            self._sync()
+
+    def close(self) -> None:
+        """fsync what is not yet (unless `never`), close the file and release the lock."""
+        try:
+            if self._file is not None and self._unsynced and self.durability.fsync != "never":
+                self._sync()
+        finally:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+            self._lock.release()
+
+    def _sync(self) -> None:
+        assert self._file is not None
+        os.fsync(self._file.fileno())
+        self._unsynced = 0
