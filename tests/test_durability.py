@@ -1,0 +1,138 @@
+"""Durability (issue 13): the profile's `fsync` policy decides when a session's log reaches
+the disk. Proven by counting the fsync calls each policy makes and on which file, never by
+timing (the measured cost is in bench/RESULTS.md)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentos_kernel import ContractError, Runtime
+from agentos_kernel.durability import DEFAULT_FSYNC, Durability
+from agentos_kernel.events import Event, JsonlEventStore, read_log, verify_chain
+from agentos_kernel.validate import validate_workspace
+
+Synced = list[tuple[str, str]]
+"""(kind, path) of each fsync: kind is "file" or "dir"."""
+
+
+@pytest.fixture
+def synced(monkeypatch: pytest.MonkeyPatch) -> Synced:
+    """Every os.fsync the runtime makes, in order (each still reaches the real fsync)."""
+    calls: Synced = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        kind = "dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file"
+        calls.append((kind, os.readlink(f"/proc/self/fd/{fd}")))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    return calls
+
+
+def ev(n: int) -> Event:
+    return Event(id=f"s1-e{n}", session_id="s1", ts=f"2026-01-01T00:00:00.{n:03d}Z",
+                 type="test.event", actor="tester", payload={"n": n}, seq=n)
+
+
+def write_session(root: Path, durability: Durability, events: int) -> Path:
+    store = JsonlEventStore(root, durability)
+    store.create("s1")
+    for n in range(1, events + 1):
+        store.append(ev(n))
+    store.close("s1")
+    return store.path("s1")
+
+
+@pytest.mark.parametrize(("durability", "file_syncs"), [
+    (Durability("never"), 0),
+    (Durability("close"), 2),            # the first line, then the close
+    (Durability("every_n", 4), 4),       # the first line, after lines 5 and 9, the close (line 10)
+    (Durability("every_n", 3), 4),       # the first line, after lines 4, 7, 10; nothing left at close
+    (Durability("always"), 10),          # every line; nothing left at close
+])
+def test_each_policy_fsyncs_the_log_when_it_says(tmp_path: Path, synced: Synced,
+                                                 durability: Durability, file_syncs: int) -> None:
+    log = write_session(tmp_path / "sessions", durability, events=10).resolve()
+    files = [p for kind, p in synced if kind == "file"]
+    dirs = [p for kind, p in synced if kind == "dir"]
+    assert files == [str(log)] * file_syncs
+    # a new log's name is made durable too: its directory and the sessions directory, once
+    assert dirs == ([] if durability.fsync == "never"
+                    else [str(log.parent), str(log.parent.parent)])
+    assert len(list(read_log(log))) == 10
+
+
+def test_close_fsyncs_a_log_once_more_only_when_lines_are_waiting(tmp_path: Path,
+                                                                  synced: Synced) -> None:
+    log = write_session(tmp_path / "sessions", Durability("close"), events=1).resolve()
+    assert [k for k, _ in synced] == ["file", "dir", "dir"]  # the one line was synced at creation
+    synced.clear()
+    store = JsonlEventStore(tmp_path / "sessions", Durability("close"))
+    store.reopen("s1")  # an amendment: the log exists, so only the close syncs it
+    store.append(ev(2))
+    store.close("s1")
+    assert synced == [("file", str(log))]
+
+
+def _profile(workspace: Path, **extra: object) -> None:
+    doc = yaml.safe_load((workspace / "agentos.yaml").read_text())
+    doc["profiles"]["scripted"].update(extra)
+    (workspace / "agentos.yaml").write_text(yaml.safe_dump(doc))
+
+
+def test_the_default_policy_is_close_and_an_existing_profile_stays_valid(
+        runtime: Runtime, synced: Synced) -> None:
+    assert DEFAULT_FSYNC == "close"
+    assert runtime.profile.fsync == "close" and runtime.store.durability == Durability("close")
+    result = runtime.handle_user_request("hello, greet Ada")
+    log = result.value.log_path.resolve()
+    assert [p for k, p in synced if k == "file"] == [str(log)] * 2
+
+
+def test_the_profile_policy_reaches_the_store(workspace: Path, synced: Synced) -> None:
+    _profile(workspace, fsync="always")
+    rt = Runtime.from_workspace(workspace)
+    result = rt.handle_user_request("hello, greet Ada")
+    events = list(read_log(result.value.log_path))
+    assert verify_chain(events) is None
+    assert [p for k, p in synced if k == "file"] == [str(result.value.log_path.resolve())] * len(events)
+
+    synced.clear()
+    _profile(workspace, fsync="never")
+    assert Runtime.from_workspace(workspace).handle_user_request("hello, greet Ada").value.ok
+    assert synced == []
+
+
+@pytest.mark.parametrize(("extra", "field", "says"), [
+    ({"fsync": "sometimes"}, "profiles.scripted.fsync", "is not one of"),
+    ({"fsync": "every_n"}, "profiles.scripted", "fsync_every"),
+    ({"fsync": "every_n", "fsync_every": 0}, "profiles.scripted.fsync_every", "minimum"),
+    ({"fsync": "close", "fsync_every": 8}, "profiles.scripted.fsync", "every_n"),
+    ({"fsync_every": 8}, "profiles.scripted", "fsync"),
+])
+def test_a_bad_policy_is_refused_naming_the_field(workspace: Path, extra: dict[str, object],
+                                                  field: str, says: str) -> None:
+    _profile(workspace, **extra)
+    with pytest.raises(ContractError) as err:
+        Runtime.from_workspace(workspace)
+    assert any(p.field == field and says in p.message for p in err.value.problems), err.value
+    _, problems = validate_workspace(workspace)
+    assert any(p.field == field for p in problems)
+
+
+def test_every_n_in_a_profile_is_read(workspace: Path) -> None:
+    _profile(workspace, fsync="every_n", fsync_every=16)
+    assert Runtime.from_workspace(workspace).store.durability == Durability("every_n", 16)
+
+
+def test_a_durability_value_checks_itself() -> None:
+    with pytest.raises(ValueError, match="fsync must be one of"):
+        Durability("sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="fsync_every"):
+        Durability("every_n", 0)
