@@ -50,11 +50,11 @@ class SessionLock:
         """Lock `directory` (made if missing) for `session_id`; SessionLocked when held."""
         path = Path(directory) / LOCK_NAME
         while True:  # retried only when a releasing holder unlinked the file under us
-            directory.mkdir(parents=True, exist_ok=True)
             try:
+                directory.mkdir(parents=True, exist_ok=True)
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except FileNotFoundError:  # the directory was removed by a release: make it again
-                continue
+            except (FileNotFoundError, FileExistsError):  # a release removed the directory
+                continue  # between our mkdir and open (or inside pathlib's mkdir): again
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:

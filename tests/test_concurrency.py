@@ -9,8 +9,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from agentos_kernel import Err, ErrorCode, Runtime
 from agentos_kernel import clock as clock_mod
 from agentos_kernel import kernel as kernel_mod
 from agentos_kernel.clock import RandomIds, uuid7
-from agentos_kernel.events import read_log, verify_chain
+from agentos_kernel.events import JsonlEventStore, read_log, verify_chain
 from agentos_kernel.sessionlock import LOCK_NAME, SessionLocked
 
 from .helpers import Cli
@@ -127,6 +129,35 @@ def test_a_crashed_writer_leaves_its_events_and_no_lock(workspace: Path) -> None
     assert [e.type for e in read_log(log)] == ["session.start"]
     amended = rt.amend("s0001", "s0001-e0001", "prompt", "x", "after the crash")
     assert amended.seq == 2 and verify_chain(list(read_log(log))) is None
+
+
+def test_claims_racing_with_releases_never_give_two_holders(tmp_path: Path) -> None:
+    """A release unlinks the lock file and removes the empty session directory; a claimer that
+    opened the old file, or made the directory just before, must not end up holding a dead
+    lock beside a live one (or fail)."""
+    holding: list[int] = []
+    overlaps: list[int] = []
+
+    def claimer(n: int) -> int:
+        store, wins = JsonlEventStore(tmp_path / "sessions"), 0
+        for _ in range(600):
+            try:
+                store.create("x")
+            except SessionLocked:
+                continue
+            holding.append(n)
+            if len(holding) > 1:
+                overlaps.append(n)
+            time.sleep(0.0002)  # hold it a moment, so that others race this holder
+            holding.remove(n)
+            store.close("x")  # nothing written: the id stays free for the next claim
+            wins += 1
+        return wins
+
+    with ThreadPoolExecutor(4) as pool:
+        wins = list(pool.map(claimer, range(4)))
+    assert overlaps == [] and sum(wins) > 0
+    assert not (tmp_path / "sessions" / "x").exists()
 
 
 # -- id allocation ---------------------------------------------------------------------

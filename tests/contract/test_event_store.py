@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel.events import Event, EventStore, JsonlEventStore
+from agentos_kernel.sessionlock import SessionExists, SessionLocked
 
 
 @dataclass
@@ -22,6 +23,8 @@ class StoreUnderTest:
     store: EventStore
     records: Callable[[str], list[bytes]]
     """The stored form of each event of a session, in order (bytes as persisted)."""
+    twin: Callable[[], EventStore]
+    """Another store on the same storage: a second writer (another process's, say)."""
 
 
 def _jsonl(tmp_path: Path) -> StoreUnderTest:
@@ -30,7 +33,7 @@ def _jsonl(tmp_path: Path) -> StoreUnderTest:
     def records(session_id: str) -> list[bytes]:
         return store.path(session_id).read_bytes().splitlines(keepends=True)
 
-    return StoreUnderTest(store, records)
+    return StoreUnderTest(store, records, lambda: JsonlEventStore(tmp_path / "sessions"))
 
 
 STORES: dict[str, Callable[[Path], StoreUnderTest]] = {
@@ -129,3 +132,39 @@ class TestEventStoreContract:
         with pytest.raises(ValueError, match="invalid session id"):
             sut.store.exists(bad)
         assert sut.store.sessions() == []
+
+    # -- one writer per session (issue 13) --
+    def test_a_claimed_session_refuses_a_second_writer(self, sut: StoreUnderTest) -> None:
+        sut.store.create("s1")
+        other = sut.twin()
+        with pytest.raises(SessionLocked, match="session s1 is being written by pid"):
+            other.create("s1")
+        with pytest.raises(SessionLocked):
+            other.append(ev("s1", 1))
+        with pytest.raises(SessionLocked):
+            sut.store.create("s1")  # the same store twice is two writers too
+        sut.store.append(ev("s1", 1))
+        assert len(sut.records("s1")) == 1, "only the claimer's event was written"
+
+    def test_a_new_session_is_one_without_a_log(self, sut: StoreUnderTest) -> None:
+        sut.store.create("s1")
+        sut.store.close("s1")  # claimed, nothing written: still free
+        sut.store.create("s1")
+        sut.store.append(ev("s1", 1))
+        sut.store.close("s1")
+        with pytest.raises(SessionExists, match="s1"):
+            sut.twin().create("s1")
+        assert sut.store.sessions() == ["s1"]
+
+    def test_reopen_claims_an_existing_log_to_append(self, sut: StoreUnderTest) -> None:
+        with pytest.raises(KeyError, match="s1"):
+            sut.store.reopen("s1")
+        sut.store.append(ev("s1", 1))
+        with pytest.raises(SessionLocked):
+            sut.twin().reopen("s1")
+        sut.store.close("s1")
+        other = sut.twin()
+        other.reopen("s1")
+        other.append(ev("s1", 2))
+        other.close("s1")
+        assert [e.id for e in sut.store.read("s1")] == ["s1-e1", "s1-e2"]
