@@ -140,7 +140,7 @@ def test_claims_racing_with_releases_never_give_two_holders(tmp_path: Path) -> N
 
     def claimer(n: int) -> int:
         store, wins = JsonlEventStore(tmp_path / "sessions"), 0
-        for _ in range(600):
+        for _ in range(2000):
             try:
                 store.create("x")
             except SessionLocked:

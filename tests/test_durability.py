@@ -55,7 +55,7 @@ def write_session(root: Path, durability: Durability, events: int) -> Path:
     (Durability("every_n", 4), 4),       # the first line, after lines 5 and 9, the close (line 10)
     (Durability("every_n", 3), 4),       # the first line, after lines 4, 7, 10; nothing left at close
     (Durability("always"), 10),          # every line; nothing left at close
-])
+], ids=["never", "close", "every_4", "every_3", "always"])
 def test_each_policy_fsyncs_the_log_when_it_says(tmp_path: Path, synced: Synced,
                                                  durability: Durability, file_syncs: int) -> None:
     log = write_session(tmp_path / "sessions", durability, events=10).resolve()
@@ -115,7 +115,7 @@ def test_the_profile_policy_reaches_the_store(workspace: Path, synced: Synced) -
     ({"fsync": "every_n", "fsync_every": 0}, "profiles.scripted.fsync_every", "minimum"),
     ({"fsync": "close", "fsync_every": 8}, "profiles.scripted.fsync", "every_n"),
     ({"fsync_every": 8}, "profiles.scripted", "fsync"),
-])
+], ids=["unknown", "every_n-without-n", "n-zero", "n-without-every_n", "n-alone"])
 def test_a_bad_policy_is_refused_naming_the_field(workspace: Path, extra: dict[str, object],
                                                   field: str, says: str) -> None:
     _profile(workspace, **extra)
