@@ -67,7 +67,8 @@ class SessionLock:
             if _same_file(fd, path):
                 break
             os.close(fd)  # we locked a file its holder had unlinked on release: try the new one
-        os.ftruncate(fd, 0)
+        if os.fstat(fd).st_size:  # left by a writer that was killed; a new file needs no
+            os.ftruncate(fd, 0)  # truncation (on ext4 it would make close() flush the file)
         os.write(fd, f"{os.getpid()}\n".encode())
         return cls(fd, path)
 
