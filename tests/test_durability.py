@@ -4,6 +4,7 @@ timing (the measured cost is in bench/RESULTS.md)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -136,3 +137,20 @@ def test_a_durability_value_checks_itself() -> None:
         Durability("sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="fsync_every"):
         Durability("every_n", 0)
+
+
+def test_a_workspace_with_its_own_older_profile_schema_refuses_fsync_naming_it(
+        workspace: Path) -> None:
+    """docs/architecture.md, "Schema evolution": the field was added to runtime_profile_v1
+    in place; a workspace's own copy from before it fails closed, naming the field."""
+    own = workspace / "schemas" / "runtime_profile_v1.json"
+    schema = json.loads(own.read_text())
+    for key in ("fsync", "fsync_every"):
+        del schema["properties"][key]
+    for key in ("if", "then", "dependentSchemas"):
+        del schema[key]
+    own.write_text(json.dumps(schema))
+    assert Runtime.from_workspace(workspace).profile.fsync == "close"  # an old profile: fine
+    _profile(workspace, fsync="always")
+    with pytest.raises(ContractError, match="'fsync' was unexpected"):
+        Runtime.from_workspace(workspace)
