@@ -174,14 +174,18 @@ class Runtime:
         session = self.open_session(session_id)
         if isinstance(session, Err):
             return session
-        session.log.append("session.start", "user", {
-            "prompt": prompt,  # redacted by the log, like every payload
-            "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
-            "profile": self.profile.name, "provider": self.profile.provider,
-            "model": self.profile.model, "deterministic": self.profile.deterministic})
-        for p in self.skills.skipped:
-            session.log.append("skill.skipped", "system", {"file": p.file, "field": p.field,
-                                                           "reason": p.message})
+        try:
+            session.log.append("session.start", "user", {
+                "prompt": prompt,  # redacted by the log, like every payload
+                "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
+                "profile": self.profile.name, "provider": self.profile.provider,
+                "model": self.profile.model, "deterministic": self.profile.deterministic})
+            for p in self.skills.skipped:
+                session.log.append("skill.skipped", "system", {"file": p.file, "field": p.field,
+                                                               "reason": p.message})
+        except BaseException:
+            session.log.close()  # not handed back, so never guarded: release its claim here
+            raise
         return session
 
     @staticmethod

@@ -15,6 +15,7 @@ import errno
 import fcntl
 import os
 import time
+import weakref
 from pathlib import Path
 
 LOCK_NAME = ".events.lock"
@@ -44,6 +45,9 @@ class SessionLock:
         self._fd: int | None = fd
         self.path = path
         """The lock file, `sessions/<id>/.events.lock`."""
+        # A writer dropped without close() must not keep others out until the process exits:
+        # collecting it closes the descriptor, which drops the lock (the file stays, harmless).
+        self._finalizer = weakref.finalize(self, os.close, fd)
 
     @classmethod
     def acquire(cls, directory: Path, session_id: str) -> SessionLock:
@@ -72,16 +76,13 @@ class SessionLock:
         os.write(fd, f"{os.getpid()}\n".encode())
         return cls(fd, path)
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def release(self) -> None:
         """Unlink the lock file while still holding it (so no one locks a dead file), then
         drop the lock; an empty session directory is removed. Releasing twice is harmless."""
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
+        self._finalizer.detach()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         os.close(fd)

@@ -4,6 +4,7 @@ and RFC 9562 UUIDv7 event ids. Writers are real processes (tests/writer_proc.py)
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -129,6 +130,37 @@ def test_a_crashed_writer_leaves_its_events_and_no_lock(workspace: Path) -> None
     assert [e.type for e in read_log(log)] == ["session.start"]
     amended = rt.amend("s0001", "s0001-e0001", "prompt", "x", "after the crash")
     assert amended.seq == 2 and verify_chain(list(read_log(log))) is None
+
+
+def test_a_writer_dropped_without_close_releases_when_collected(workspace: Path) -> None:
+    rt = Runtime.from_workspace(workspace)
+    rt.start_session(CANONICAL, "dropped")  # never closed
+    other = Runtime.from_workspace(workspace)
+    assert other.open_session("dropped").error.code == ErrorCode.SESSION_LOCKED
+    del rt
+    gc.collect()
+    assert other.store.exists("dropped") and other.amend("dropped", "dropped-e0001", "prompt",
+                                                         "x", "the writer was dropped").seq == 2
+
+
+@pytest.mark.parametrize("where", ["provider", "session.start"])
+def test_a_session_that_fails_to_start_gives_its_claim_back(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    rt = Runtime.from_workspace(workspace)
+
+    def broken(*args: object) -> None:
+        raise OSError("disk full")
+
+    if where == "provider":  # the provider cannot be built: open_session hands nothing back
+        rt.provider_factory = broken
+    else:  # the first append fails: start_session hands nothing back
+        monkeypatch.setattr(kernel_mod.hashlib, "sha256", broken)
+    with pytest.raises(OSError, match="disk full"):
+        rt.start_session(CANONICAL, "s0001")
+    monkeypatch.undo()
+    session = Runtime.from_workspace(workspace).start_session(CANONICAL, "s0001")
+    assert not isinstance(session, Err), session
+    session.log.close()
 
 
 def test_claims_racing_with_releases_never_give_two_holders(tmp_path: Path) -> None:
