@@ -52,7 +52,8 @@ class SessionLock:
     @classmethod
     def acquire(cls, directory: Path, session_id: str) -> SessionLock:
         """Lock `directory` (made if missing) for `session_id`; SessionLocked when held."""
-        path = Path(directory) / LOCK_NAME
+        directory = Path(directory)
+        path = directory / LOCK_NAME
         while True:  # retried only when a releasing holder unlinked the file under us
             try:
                 directory.mkdir(parents=True, exist_ok=True)
