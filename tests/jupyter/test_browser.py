@@ -117,6 +117,8 @@ def test_the_tour_renders_the_stepper_and_next_changes_the_layer(
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(60_000)
+            # expect() has its own 5 s default: too short for a kernel start on a loaded machine.
+            expect.set_options(timeout=60_000)
             page.goto(lab)
             # The kernel exists and is idle (the toolbar indicator says idle before it exists).
             idle = re.compile(r"\(ipykernel\) \| Idle$")
