@@ -43,7 +43,7 @@ class VerifyReport:
     path: Path
     """The log file."""
     events: int
-    """Complete events read (a torn final line is not one)."""
+    """Complete lines read (a torn final line is not one)."""
     chained: bool
     """The log carries the hash chain (else only envelope, seq and ids were checked)."""
     head: str | None
@@ -82,8 +82,7 @@ class VerifyReport:
         return "\n".join(f"{self.path}:{f.line or '-'}: {f.kind}: {f.message}" for f in self.findings)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (verify_report_v1 shape: path, ok, events, chained, head,
-        findings, notes)."""
+        """Plain JSON-ready data: path, ok, events, chained, head, findings, notes."""
         return {"path": str(self.path), "ok": self.ok, "events": self.events, "chained": self.chained,
                 "head": self.head, "findings": [asdict(f) for f in self.findings],
                 "notes": list(self.notes)}
@@ -92,8 +91,10 @@ class VerifyReport:
 class _Scan:
     """The state of one pass over a log: the first problem, and what it needs to name it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, anchor: str | None) -> None:
         self.path = path
+        self.anchor = anchor
+        self.anchored_at: int | None = None  # events up to the line whose chain is the anchor
         self.events = 0
         self.problem: Finding | None = None
         self.chained: bool | None = None  # decided by the first event
@@ -104,7 +105,6 @@ class _Scan:
         self.ids: dict[str, int] = {}  # id -> line
         self.seqs: dict[int, int] = {}  # seq -> line
         self.closed_at: int | None = None
-        self.chains: dict[str, int] = {}  # recorded chain -> events so far (for the anchor)
         self.gap: tuple[int, int, int] | None = None  # (line, first missing seq, seq found)
 
     def line(self, n: int, obj: Any) -> None:
@@ -119,19 +119,21 @@ class _Scan:
                                    "docs/log-format.md")
             return
         self.problem = self._check(n, ev)
-        self.ids.setdefault(ev.id, n)
-        if isinstance(ev.seq, int):
-            self.seqs.setdefault(ev.seq, n)
-        if self.problem is None:
-            self.prev_chain, self.prev_seq = ev.chain, ev.seq or 0
-            if ev.chain is not None:
-                self.chains[ev.chain] = self.events
-            if ev.type == "session.close" and self.closed_at is None:
-                self.closed_at = n
+        if self.problem is not None:
+            return
+        self.ids[ev.id] = n
+        if ev.seq is not None:
+            self.seqs[ev.seq] = n
+        self.prev_chain, self.prev_seq = ev.chain, ev.seq or 0
+        if ev.chain is not None and ev.chain == self.anchor:
+            self.anchored_at = self.events
+        if ev.type == "session.close" and self.closed_at is None:
+            self.closed_at = n
 
     def _check(self, n: int, ev: Event) -> Finding | None:
         if not isinstance(ev.id, str) or not isinstance(ev.session_id, str):
-            return Finding("bad-envelope", n, None, f"line {n}: id and session_id must be strings")
+            return Finding("bad-envelope", n, _seq(ev.to_dict()), f"line {n}: id and session_id must "
+                                                                   "be strings")
         if self.chained is None:  # the first event decides what the log carries
             self.chained, self.numbered = ev.chain is not None, ev.seq is not None
             self.session_id = ev.session_id
@@ -188,14 +190,13 @@ class _Scan:
                                    f"line {line} holds seq {found} before seq {seq} (line {n}): "
                                    "lines were swapped or moved")
 
-    def report(self, torn: TornTail | None, expected_head: str | None, notes: list[str],
-               unterminated: bool) -> VerifyReport:
+    def report(self, torn: TornTail | None, notes: list[str], unterminated: bool) -> VerifyReport:
         problem = self.problem
         if problem is None and self.events == 0:
             problem = Finding("empty-log", None, None, "the log holds no complete event: nothing to replay "
                                                        "(a session that never started, or a wiped log)")
-        if problem is None and expected_head is not None:
-            problem = self._anchor(expected_head)
+        if problem is None and self.anchor is not None:
+            problem = self._anchor(self.anchor)
         if not self.chained and self.events:
             notes.append("no chain to verify: edits cannot be proven (envelope, seq and ids were checked)")
         if self.events and self.closed_at is None and self.problem is None:
@@ -209,7 +210,7 @@ class _Scan:
         """An anchored head (noted elsewhere) proves what the chain alone cannot."""
         if not self.chained:
             return Finding("head-missing", None, None, "an expected head was given but the log has no chain")
-        count = self.chains.get(expected)
+        count = self.anchored_at
         if count is None:
             return Finding("head-missing", None, None,
                            f"the expected head {expected[:12]}… is not the chain of any line: the log "
@@ -236,7 +237,7 @@ def verify_log(path: Path, expected_head: str | None = None) -> VerifyReport:
     """Check a log line by line; streaming, one pass. `expected_head` (a head noted earlier,
     e.g. from a previous `agentos verify`) also proves an appended or cut-off tail."""
     path = Path(path)
-    scan = _Scan(path)
+    scan = _Scan(path, expected_head)
     torn: TornTail | None = None
     notes: list[str] = []
     unterminated = False
@@ -259,7 +260,7 @@ def verify_log(path: Path, expected_head: str | None = None) -> VerifyReport:
                 unterminated = True
                 notes.append(f"line {n} is complete but has no final newline (--repair adds it)")
             scan.line(n, obj)
-    return scan.report(torn, expected_head, notes, unterminated)
+    return scan.report(torn, notes, unterminated)
 
 
 def repair_torn(report: VerifyReport) -> Path | None:

@@ -76,6 +76,7 @@ TAMPERS: dict[str, tuple[Callable[[Lines], Lines], str, int | None, int | None]]
                              "bad-envelope", 19, 19),
     "garbage mid-file": (lambda ls: [*ls[:K], b"garbage\n", *ls[K + 1:]], "bad-envelope", None, 19),
     "unknown field": (lambda ls: edited(ls, K, extra=1), "bad-envelope", 19, 19),
+    "id not a string": (lambda ls: edited(ls, K, id=["e19"]), "bad-envelope", 19, 19),
     "empty": (lambda ls: [], "empty-log", None, None),
     "whitespace only": (lambda ls: [b"\n", b"  \n"], "empty-log", None, None),
 }
