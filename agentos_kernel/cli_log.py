@@ -27,7 +27,8 @@ def _checked(path: Path, sid: str, strict: bool) -> int | None:
     log must not be shown (empty, or not ok under --strict), else None."""
     report = verify_log(path)
     for f in report.findings:
-        print(f"agentos: warning: {sid} does not verify: line {f.line or '-'}: {f.kind}: {f.message} "
+        where = f"line {f.line}: " if f.line else ""
+        print(f"agentos: warning: {sid} does not verify: {where}{f.kind}: {f.message} "
               f"(details: agentos verify {sid})", file=sys.stderr)
     if report.problem is not None and report.problem.kind == "empty-log":
         return EXIT_NOT_OK

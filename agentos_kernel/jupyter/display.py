@@ -266,7 +266,7 @@ def chain_verdict(report: VerifyReport) -> str:
     if report.ok:
         return (f"intact ({report.events} events, head {report.head})" if report.chained
                 else f"no chain to verify ({report.events} events)")
-    return "; ".join(f"line {f.line or '-'}: {f.kind}: {f.message}" for f in report.findings)
+    return "; ".join(f"{f'line {f.line}: ' if f.line else ''}{f.kind}: {f.message}" for f in report.findings)
 
 
 @dataclass(frozen=True)
