@@ -7,6 +7,7 @@ ipywidgets and IPython are never imported by the runtime itself.
 from .errors import ContractError, DomainError, Err, ErrorCode, InvariantViolation, Ok, Problem
 from .events import Event, EventStore, JsonlEventStore, read_log, verify_chain
 from .hooks import HookBus, HookDecision, HookHandler
+from .integrity import VerifyReport, verify_log
 from .kernel import RunResult, Runtime
 from .profile import RuntimeProfile
 from .replay import Snapshot, replay
@@ -28,6 +29,6 @@ __all__ = [
     "ContractError", "DomainError", "Err", "ErrorCode", "Event", "EventStore", "HookBus",
     "HookDecision", "HookHandler", "InvariantViolation", "JsonlEventStore", "Ok", "Problem",
     "RunResult", "Runtime", "RuntimeProfile", "SchemaRegistry", "Snapshot", "ToolCall", "ToolDef",
-    "ToolRegistry", "__version__", "dispatch_tool", "load_ipython_extension", "read_log", "replay",
-    "verify_chain",
+    "ToolRegistry", "VerifyReport", "__version__", "dispatch_tool", "load_ipython_extension",
+    "read_log", "replay", "verify_chain", "verify_log",
 ]

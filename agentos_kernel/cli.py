@@ -1,7 +1,8 @@
 """`agentos`: the command line. Thin: parse, call the library, print.
 
-Exit codes: 0 ok; 1 the session closed not ok, validate found problems, or `rerun --verify`
-diverged; 2 bad arguments, config, workspace or unknown session; 130 interrupted.
+Exit codes: 0 ok; 1 the session closed not ok, validate found problems, `rerun --verify`
+diverged, or `verify` (or `replay`/`events --strict`) found a problem; 2 bad arguments,
+config, workspace or unknown session; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .errors import ContractError, Err
 from .events import LogError, check_session_id
 from .kernel import Runtime
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
-from .trace import LAYERS, select, trace_lines
+from .trace import trace_lines
 from .validate import validate_workspace
 from .workspace import CONTRACT_DIRS, reference_dir
 
@@ -111,44 +112,6 @@ def _session_arg(sid: str) -> str:
     if problem:
         raise UsageError(problem)
     return sid
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    rt = _runtime(args)
-    snap = rt.replay(_session_arg(args.session_id), args.at)
-    if args.at is not None and snap.events < args.at:  # the log ended first: say so, not the end state
-        raise UsageError(f"--at {args.at} is out of range: {args.session_id} has {snap.events} events; "
-                         f"use 0..{snap.events}")
-    d = snap.to_dict()
-    if args.json:
-        print(json.dumps(d, indent=2, ensure_ascii=False))
-        return EXIT_OK
-    for key, value in d.items():
-        if key == "schema_version":
-            continue
-        if isinstance(value, list | dict) and value:
-            print(f"{key}:")
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            for k, v in items:
-                print(f"  {k}: {json.dumps(v, ensure_ascii=False, sort_keys=True)}")
-        else:
-            print(f"{key}: {json.dumps(value, ensure_ascii=False)}")
-    return EXIT_OK
-
-
-def cmd_events(args: argparse.Namespace) -> int:
-    rt = _runtime(args)
-    try:
-        events = select(rt.events(_session_arg(args.session_id)), args.type, args.layer)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if args.json:
-        for e in events:
-            print(json.dumps(e.to_dict(), ensure_ascii=False, sort_keys=True))
-    else:
-        for line in trace_lines(events):
-            print(line)
-    return EXIT_OK
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
@@ -250,18 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the replay snapshot as JSON instead")
     p.set_defaults(fn=cmd_run)
 
-    p = sub.add_parser("replay", help="recompute a session's snapshot from its log alone")
-    p.add_argument("session_id")
-    p.add_argument("--at", type=int, metavar="N", help="the state after the first N events")
-    p.add_argument("--json", action="store_true", help="print snapshot_v1 JSON")
-    p.set_defaults(fn=cmd_replay)
-
-    p = sub.add_parser("events", help="print a session's events")
-    p.add_argument("session_id")
-    p.add_argument("--type", metavar="T", help="only events of type T (or T.*), e.g. hook.fired, tool")
-    p.add_argument("--layer", choices=LAYERS, help="only events of spec layer L1..L8")
-    p.add_argument("--json", action="store_true", help="print the raw JSON lines")
-    p.set_defaults(fn=cmd_events)
+    from . import cli_log  # replay, events, verify: the commands that read a log
+    cli_log.add_commands(sub)
 
     p = sub.add_parser("rerun", help="run a recorded session again on its recorded model answers and "
                                      "tool results (no side effects) and compare the two logs")

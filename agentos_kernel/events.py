@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -240,8 +241,57 @@ class JsonlEventStore:
             writer.close()
 
 
-def read_log(path: Path) -> Iterator[Event]:
-    """Stream events from a JSONL file, one line at a time (memory flat in log length)."""
+@dataclass(frozen=True)
+class TornTail:
+    """The last line of a log that a writer did not finish (killed mid-append): it has no
+    newline and is not JSON. Readers set it aside and report it; they never raise on it."""
+
+    path: Path
+    """The log file."""
+    line: int
+    """Its 1-based line number (one past the last complete line)."""
+    offset: int
+    """Byte offset where it starts; the file up to here is the complete lines."""
+    size: int
+    """How many bytes it holds."""
+
+    def __str__(self) -> str:
+        return (f"{self.path}:{self.line}: torn final line ({self.size} bytes, no newline, not JSON): "
+                f"a writer stopped mid-append; the {self.line - 1} line(s) before it load; "
+                f"`agentos verify --repair` moves it to {self.path.name}.torn")
+
+
+class TornTailWarning(UserWarning):
+    """Issued by the readers when they set a torn final line aside and no `on_torn` was given."""
+
+
+def report_torn(tail: TornTail, on_torn: Callable[[TornTail], None] | None) -> None:
+    """Hand a torn line to `on_torn`, or warn (TornTailWarning) when there is none: a torn
+    line is set aside, never dropped silently."""
+    if on_torn is None:
+        warnings.warn(str(tail), TornTailWarning, stacklevel=2)
+    else:
+        on_torn(tail)
+
+
+def ends_complete(path: Path) -> bool:
+    """True when the file is missing, empty, or ends with a newline: the next line appended
+    starts a line of its own (else it would glue onto a torn or unterminated last line)."""
+    try:
+        with Path(path).open("rb") as f:
+            if f.seek(0, 2) == 0:
+                return True
+            f.seek(-1, 2)
+            return f.read(1) == b"\n"
+    except FileNotFoundError:
+        return True
+
+
+def log_lines(path: Path, on_torn: Callable[[TornTail], None] | None = None
+              ) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) of every complete line, streaming. A torn final line is
+    handed to `on_torn` (default: a TornTailWarning) and not yielded; a line that is not JSON
+    anywhere else is corruption: LogError naming the line."""
     with Path(path).open("rb") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -249,8 +299,18 @@ def read_log(path: Path) -> Iterator[Event]:
             try:
                 obj = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
+                if not line.endswith(b"\n"):  # only the file's last segment lacks one
+                    report_torn(TornTail(Path(path), n, f.tell() - len(line), len(line)), on_torn)
+                    return
                 raise LogError(f"{path}:{n}: -: not JSON ({exc})") from None
-            yield Event.from_dict(obj, where=f"{path}:{n}")
+            yield n, obj
+
+
+def read_log(path: Path, on_torn: Callable[[TornTail], None] | None = None) -> Iterator[Event]:
+    """Stream events from a JSONL file, one line at a time (memory flat in log length).
+    A torn final line goes to `on_torn` (see log_lines); every complete event is yielded."""
+    for n, obj in log_lines(path, on_torn):
+        yield Event.from_dict(obj, where=f"{path}:{n}")
 
 
 def verify_chain(events: Iterator[Event] | list[Event]) -> int | None:

@@ -14,7 +14,7 @@ from typing import Any
 from .builtin_tools import BUILTIN_TOOLS
 from .clock import CounterIds, LogicalClock, RandomIds, SystemClock, random_session_id
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
-from .events import Event, JsonlEventStore, check_session_id
+from .events import Event, JsonlEventStore, LogError, check_session_id, ends_complete
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
 from .profile import RuntimeProfile, WorkspaceConfig, load_config
@@ -303,6 +303,9 @@ class Runtime:
     def amend(self, session_id: str, target_id: str, field: str, value: Any, reason: str) -> Event:
         """Correct an earlier event by appending `event.amended` (never an edit in place).
         The session is claimed first: SessionLocked while another writer has it open."""
+        if not ends_complete(self.store.path(session_id)):  # appending would glue onto it
+            raise LogError(f"{self.store.path(session_id)}: the log ends in a torn or unterminated "
+                           f"line; set it aside first: agentos verify {session_id} --repair")
         self.store.reopen(session_id)
         try:
             if not any(e.id == target_id for e in self.store.read(session_id)):

@@ -7,7 +7,7 @@ after the first N events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from copy import deepcopy
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from .events import Event, LogError
+from .events import Event, LogError, TornTail, report_torn
 
 
 @dataclass(frozen=True)
@@ -187,11 +187,13 @@ def replay(events: Iterable[Event], at: int | None = None) -> Snapshot:
     return fold.snapshot()
 
 
-def replay_path(path: Path, at: int | None = None) -> Snapshot:
+def replay_path(path: Path, at: int | None = None,
+                on_torn: Callable[[TornTail], None] | None = None) -> Snapshot:
     """`replay` straight from a JSONL log: the same fold over the parsed lines, without
-    building Event objects (the hot path of `agentos replay` on long logs)."""
+    building Event objects (the hot path of `agentos replay` on long logs). A torn final
+    line is set aside and reported as read_log does (events.log_lines)."""
     fold = _Fold()
-    with Path(path).open("rb") as f:
+    with Path(path).open("rb") as f:  # log_lines' loop, inlined: this is the hot path
         n = 0
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -202,6 +204,9 @@ def replay_path(path: Path, at: int | None = None) -> Snapshot:
                 d = orjson.loads(line)
                 fold.fold(d["id"], d["session_id"], d["type"], d["actor"], d["payload"])
             except orjson.JSONDecodeError as exc:
+                if not line.endswith(b"\n"):  # the final segment: a torn line, set aside
+                    report_torn(TornTail(Path(path), lineno, f.tell() - len(line), len(line)), on_torn)
+                    break
                 raise LogError(f"{path}:{lineno}: -: not JSON ({exc})") from None
             except (KeyError, TypeError) as exc:
                 raise LogError(f"{path}:{lineno}: {exc.args[0] if exc.args else '-'}: "

@@ -16,7 +16,7 @@ from agentos_kernel.cli import main as cli_main
 
 from .helpers import CANONICAL, REPO, Cli
 
-SUBCOMMANDS = ("demo", "run", "replay", "events", "rerun", "validate", "init")
+SUBCOMMANDS = ("demo", "run", "replay", "events", "verify", "rerun", "validate", "init")
 
 
 @pytest.mark.parametrize("argv", [["--help"], *([c, "--help"] for c in SUBCOMMANDS)],

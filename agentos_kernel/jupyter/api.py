@@ -14,6 +14,8 @@ from pathlib import Path
 from .. import frontmatter
 from ..builtin_tools import BUILTIN_TOOLS
 from ..errors import DomainError, Err, Problem
+from ..events import LOG_NAME
+from ..integrity import VerifyReport, verify_log
 from ..kernel import Runtime
 from ..profile import load_config
 from ..providers.faults import load_fault_plan
@@ -22,8 +24,8 @@ from ..rerun import rerun
 from ..schemas import SchemaRegistry
 from ..skills import discover
 from ..workspace import find_workspace
-from .display import AgentRun, CycleInfo, RerunView, SkillCheck, SnapshotView
-from .source import load_session
+from .display import AgentRun, CycleInfo, RerunView, SkillCheck, SnapshotView, chain_verdict
+from .source import SessionData, load_session
 
 _SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
@@ -83,11 +85,21 @@ def replay_session(session: object, at: int | None = None,
                    workspace: Path | str | None = None) -> SnapshotView:
     """The snapshot after the first `at` events (all when None), from the log alone."""
     data = load_session(session, workspace)
+    chain = _verify(data)
+    if chain is not None and chain.problem is not None and chain.problem.kind == "empty-log":
+        raise WorkbenchError(f"{data.session_id}: {chain.problem.message}")
     total = len(data.events)
     if at is not None and not 0 <= at <= total:
         raise WorkbenchError(f"--at {at} is out of range: {data.session_id} has {total} events; "
                              f"use 0..{total}")
-    return SnapshotView(replay(data.events, at), at, total)
+    warning = None if chain is None or chain.ok else chain_verdict(chain)
+    return SnapshotView(replay(data.events, at), at, total, warning)
+
+
+def _verify(data: SessionData) -> VerifyReport | None:
+    """The recorded log's integrity verdict (None when the session has no log on disk)."""
+    path = data.workspace.sessions / data.session_id / LOG_NAME
+    return verify_log(path) if path.is_file() else None
 
 
 def verify_session(session: object, workspace: Path | str | None = None) -> RerunView:
@@ -99,7 +111,7 @@ def verify_session(session: object, workspace: Path | str | None = None) -> Reru
     result = rerun(rt, data.session_id)
     if isinstance(result, Err):
         raise WorkbenchError(result.error.message)
-    return RerunView(result.value)
+    return RerunView(result.value, _verify(data))
 
 
 def register_skill(text: str, *, workspace: Path | str | None = None,

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import DomainError, Problem
 from ..events import Event
+from ..integrity import VerifyReport
 from ..recorder import layer_of
 from ..replay import Snapshot
 from ..rerun import RerunReport
@@ -200,6 +201,8 @@ class SnapshotView:
     """Events folded (None: all of them)."""
     total: int
     """Events in the log."""
+    warning: str | None = None
+    """Why the log does not verify (integrity.verify_log), shown above the snapshot."""
 
     def __getattr__(self, name: str) -> Any:
         # `%replay s0001`.state reads like the Snapshot itself.
@@ -220,28 +223,50 @@ class SnapshotView:
         return rows
 
     def __repr__(self) -> str:
-        return "\n".join([self._title()] + [f"  {k}: {v}" for k, v in self._rows()])
+        warn = [f"WARNING: the log does not verify: {self.warning}"] if self.warning else []
+        return "\n".join(warn + [self._title()] + [f"  {k}: {v}" for k, v in self._rows()])
 
     def _repr_html_(self) -> str:
         rows = "".join(f'<tr><td style="text-align:left"><b>{esc(k)}</b></td>'
                        f'<td style="text-align:left"><code>{esc(v)}</code></td></tr>'
                        for k, v in self._rows())
-        return f'<div style="{_BOX}">{esc(self._title())}<table>{rows}</table></div>'
+        warn = (f"{_badge(False, 'does not verify')} {esc(self.warning)}<br>" if self.warning else "")
+        return f'<div style="{_BOX}">{warn}{esc(self._title())}<table>{rows}</table></div>'
 
 
 @dataclass(frozen=True)
 class RerunView:
-    """What `%replay --verify` returns: the re-run's verdict against the recording."""
+    """What `%replay --verify` returns: the re-run's verdict against the recording, and the
+    recorded log's own integrity (hash chain, envelope, torn tail) beside it."""
 
     report: RerunReport
     """Which new session re-ran it, and where (if anywhere) the logs first differ."""
+    chain: VerifyReport | None = None
+    """integrity.verify_log of the recorded log (None: not checked)."""
+
+    @property
+    def verified(self) -> bool:
+        """The re-run matches and the recorded log verifies."""
+        return self.report.verified and (self.chain is None or self.chain.ok)
+
+    def _chain_line(self) -> str:
+        return "" if self.chain is None else f"chain: {chain_verdict(self.chain)}"
 
     def __repr__(self) -> str:
-        return self.report.verdict()
+        return "\n".join(x for x in (self.report.verdict(), self._chain_line()) if x)
 
     def _repr_html_(self) -> str:
-        mark = "✓" if self.report.verified else "✗"
-        return f'<div style="{_BOX}">{mark} {esc(self.report.verdict())}</div>'
+        mark = "✓" if self.verified else "✗"
+        chain = f"<br>{esc(self._chain_line())}" if self.chain is not None else ""
+        return f'<div style="{_BOX}">{mark} {esc(self.report.verdict())}{chain}</div>'
+
+
+def chain_verdict(report: VerifyReport) -> str:
+    """The integrity verdict without the file's path (reprs hold no paths)."""
+    if report.ok:
+        return (f"intact ({report.events} events, head {report.head})" if report.chained
+                else f"no chain to verify ({report.events} events)")
+    return "; ".join(f"{f'line {f.line}: ' if f.line else ''}{f.kind}: {f.message}" for f in report.findings)
 
 
 @dataclass(frozen=True)

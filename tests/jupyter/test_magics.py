@@ -72,7 +72,9 @@ def test_replay_recomputes_the_snapshot_from_the_log(ip) -> None:
 def test_replay_verify_reruns_with_recorded_answers(ip, ws: Path) -> None:
     ip.run_line_magic("agent", CANONICAL)
     view = ip.run_line_magic("replay", "s0001 --verify")
-    assert repr(view) == "rerun s0002 matches s0001 (32 events)" and view.report.verified
+    rerun_line, chain_line = repr(view).splitlines()
+    assert rerun_line == "rerun s0002 matches s0001 (32 events)" and view.report.verified
+    assert chain_line == f"chain: intact (32 events, head {view.chain.head})" and view.verified
     assert "✓" in view._repr_html_()
     planner = ws / "agents" / "planner.md"
     planner.write_text(planner.read_text().replace("Steps must be", "Each step must be"))

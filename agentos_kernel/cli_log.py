@@ -1,0 +1,175 @@
+"""The `agentos` commands that read a session log: replay, events and verify. Thin: parse,
+call the library (replay.py, trace.py, integrity.py), print.
+
+`replay` and `events` verify the log first (integrity.verify_log) and warn on stderr when
+it does not verify; `--strict` makes that exit 1. An empty log is reported, never shown as
+a snapshot of nothing. `verify` exits 0 when every log verifies, 1 on any finding, 2 when
+the target names no log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from .cli import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
+from .events import LOG_NAME, TornTailWarning, check_session_id
+from .integrity import VerifyReport, repair_torn, verify_log
+from .trace import LAYERS, select, trace_lines
+from .workspace import find_workspace
+
+
+def _checked(path: Path, sid: str, strict: bool) -> int | None:
+    """Verify before reading: a warning line per finding on stderr. The exit code when the
+    log must not be shown (empty, or not ok under --strict), else None."""
+    report = verify_log(path)
+    for f in report.findings:
+        where = f"line {f.line}: " if f.line else ""
+        print(f"agentos: warning: {sid} does not verify: {where}{f.kind}: {f.message} "
+              f"(details: agentos verify {sid})", file=sys.stderr)
+    if report.problem is not None and report.problem.kind == "empty-log":
+        return EXIT_NOT_OK
+    return EXIT_NOT_OK if strict and not report.ok else None
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    rt = _runtime(args)
+    sid = _session_arg(args.session_id)
+    if rt.store.exists(sid) and (code := _checked(rt.store.path(sid), sid, args.strict)) is not None:
+        return code
+    with warnings.catch_warnings():  # a torn line was reported above; say it once
+        warnings.simplefilter("ignore", TornTailWarning)
+        snap = rt.replay(sid, args.at)
+    if args.at is not None and snap.events < args.at:  # the log ended first: say so, not the end state
+        raise UsageError(f"--at {args.at} is out of range: {args.session_id} has {snap.events} events; "
+                         f"use 0..{snap.events}")
+    d = snap.to_dict()
+    if args.json:
+        print(json.dumps(d, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for key, value in d.items():
+        if key == "schema_version":
+            continue
+        if isinstance(value, list | dict) and value:
+            print(f"{key}:")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                print(f"  {k}: {json.dumps(v, ensure_ascii=False, sort_keys=True)}")
+        else:
+            print(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    return EXIT_OK
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    rt = _runtime(args)
+    sid = _session_arg(args.session_id)
+    if rt.store.exists(sid) and (code := _checked(rt.store.path(sid), sid, args.strict)) is not None:
+        return code
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TornTailWarning)
+            events = select(rt.events(sid), args.type, args.layer)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        for e in events:
+            print(json.dumps(e.to_dict(), ensure_ascii=False, sort_keys=True))
+    else:
+        for line in trace_lines(events):
+            print(line)
+    return EXIT_OK
+
+
+def find_logs(target: str, workspace: Path | None) -> list[Path]:
+    """The logs `target` names: a log file, a session directory, a directory of sessions, or
+    a session id in the workspace (a path that exists wins). UsageError when there is none."""
+    p = Path(target)
+    if p.is_file():
+        return [p]
+    if (p / LOG_NAME).is_file():
+        return [p / LOG_NAME]
+    if p.is_dir():
+        found = sorted(p.glob(f"*/{LOG_NAME}"))
+        if not found:
+            raise UsageError(f"{p}: no {LOG_NAME} here nor in any {p}/<session>/ directory")
+        return found
+    if check_session_id(target) is None:
+        sessions = find_workspace(workspace).sessions
+        if (sessions / target / LOG_NAME).is_file():
+            return [sessions / target / LOG_NAME]
+        raise UsageError(f"no session {target!r} in {sessions} and no such file or directory")
+    raise UsageError(f"{target}: no such file or directory, nor a session id")
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    logs = find_logs(args.target, args.workspace)
+    if args.head is not None and len(logs) != 1:
+        raise UsageError(f"--head anchors one log; {args.target} holds {len(logs)}")
+    reports = [verify_log(p, args.head) for p in logs]
+    if args.repair:
+        reports = [_repair(r, args.head) for r in reports]
+    if args.json:
+        print(json.dumps({"ok": all(r.ok for r in reports), "logs": [r.to_dict() for r in reports]},
+                         indent=2, ensure_ascii=False))
+    else:
+        for r in reports:
+            print(r.verdict())
+            for note in r.notes:
+                print(f"  note: {note}")
+        bad = sum(not r.ok for r in reports)
+        if len(reports) > 1:
+            print(f"\n{len(reports) - bad} of {len(reports)} logs verify")
+    return EXIT_OK if all(r.ok for r in reports) else EXIT_NOT_OK
+
+
+def _repair(report: VerifyReport, head: str | None) -> VerifyReport:
+    if report.torn is None and not report.unterminated:
+        return report  # nothing to set aside
+    if report.problem is not None:  # evidence: repair never touches it
+        print(f"not repaired {report.path}: {report.problem.kind} at line {report.problem.line or '-'}; "
+              "only a log whose complete lines verify has its torn line set aside", file=sys.stderr)
+        return report
+    aside = repair_torn(report)
+    if aside is not None:
+        print(f"repaired {report.path}: torn line {report.torn.line} ({report.torn.size} bytes) "
+              f"moved to {aside}", file=sys.stderr)
+    return verify_log(report.path, head)
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add replay, events and verify to the `agentos` parser."""
+    p = sub.add_parser("replay", help="recompute a session's snapshot from its log alone")
+    p.add_argument("session_id")
+    p.add_argument("--at", type=int, metavar="N", help="the state after the first N events")
+    p.add_argument("--json", action="store_true", help="print snapshot_v1 JSON")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 without replaying when the log does not verify (else only warn)")
+    p.set_defaults(fn=cmd_replay)
+
+    p = sub.add_parser("events", help="print a session's events")
+    p.add_argument("session_id")
+    p.add_argument("--type", metavar="T", help="only events of type T (or T.*), e.g. hook.fired, tool")
+    p.add_argument("--layer", choices=LAYERS, help="only events of spec layer L1..L8")
+    p.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 without printing when the log does not verify (else only warn)")
+    p.set_defaults(fn=cmd_events)
+
+    p = sub.add_parser("verify", help="check a log's hash chain and envelope line by line; name the "
+                                      "first altered, removed, reordered, duplicated or appended "
+                                      "event and a torn final line")
+    p.add_argument("target", metavar="ID|PATH",
+                   help="a session id in the workspace, a .events.jsonl file, a session directory, "
+                        "or a directory of sessions (each is verified)")
+    p.add_argument("--head", metavar="HEX",
+                   help="the head printed by an earlier verify (noted elsewhere): also proves that "
+                        "nothing was appended after it or cut from the end")
+    p.add_argument("--repair", action="store_true",
+                   help="set a torn final line aside (moved to .events.jsonl.torn) when every "
+                        "complete line verifies; a broken chain is never touched")
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.set_defaults(fn=cmd_verify)
+
