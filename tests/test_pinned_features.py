@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from agentos_kernel import ErrorCode, HookBus, HookDecision, HookHandler, Runtime
+from agentos_kernel import ErrorCode, HookDecision, HookHandler, Runtime
 from agentos_kernel.events import read_log
 
 from .fault_kit import LoopingWorker, Raising, add_profile, assert_closed_not_ok, use_provider
