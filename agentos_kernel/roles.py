@@ -133,7 +133,10 @@ def _complete(session: Any, agent: AgentDef, request: CompletionRequest
     resp = got.value.to_dict()
     checked = log.check(resp, "completion_response_v1", where=f"{agent.role} response",
                         actor=agent.role, parent_id=sent.id)
-    if isinstance(checked, Err):
+    if isinstance(checked, Err):  # the call failed: its request still gets its answer event
+        log.append("llm.error", agent.role, {"role": agent.role, "call_id": call_id,
+                                             "code": checked.error.code,
+                                             "message": checked.error.message}, sent.id)
         return checked
     log.append("llm.response", agent.role, {**resp, "role": agent.role,
                                             "call_id": call_id, "attempts": got.value.attempts},

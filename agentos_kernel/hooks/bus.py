@@ -95,8 +95,8 @@ MAX_REASON = 1000
 _MAX_DEPTH = 64  # deeper than any real decision: a self-referencing value stops here
 
 
-def _plain(value: Any, depth: int = 0) -> Any:
-    """A plain JSON copy of a handler's return value; TypeError names what is not JSON
+def plain_json(value: Any, depth: int = 0) -> Any:
+    """A plain JSON copy of a value a handler (or a tool) returned; TypeError names what is not JSON
     (a non-string key, a set, NaN, an object, a cycle)."""
     if depth > _MAX_DEPTH:
         raise TypeError(f"nested deeper than {_MAX_DEPTH} levels (a cycle?)")
@@ -111,10 +111,10 @@ def _plain(value: Any, depth: int = 0) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"key {k!r} is not a string")
-            out[k] = _plain(v, depth + 1)
+            out[k] = plain_json(v, depth + 1)
         return out
     if isinstance(value, list | tuple):
-        return [_plain(v, depth + 1) for v in value]
+        return [plain_json(v, depth + 1) for v in value]
     raise TypeError(f"{type(value).__name__!r} is not JSON")
 
 
@@ -129,7 +129,7 @@ def _as_decision(value: Any, log: SessionLog) -> HookDecision | str:
             doc = value
         else:
             return f"handler returned {type(value).__name__}, not a HookDecision"
-        doc = _plain(doc)
+        doc = plain_json(doc)
     except Exception as exc:  # a hostile Mapping, a cycle, a value that is not JSON
         return f"not JSON: {_text(exc)}"
     found = log.schemas.violations(doc, "hook_decision_v1")
