@@ -13,11 +13,12 @@ import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import DomainError, Err, ErrorCode, Result
-from ..redaction import redact
+from ..redaction import Redactor, redact
 from .base import CompletionRequest, CompletionResponse, ProviderFault, complete_with_retries
 
 if TYPE_CHECKING:
@@ -168,12 +169,14 @@ class HttpAdapter(ABC):
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
                  prices: dict[str, float] | None = None, max_retries: int = 2,
-                 timeout_s: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> None:
+                 timeout_s: float = 60.0, sleep: Callable[[float], None] = time.sleep,
+                 redact_patterns: tuple[str, ...] = ()) -> None:
         self.model = model
         self.url = (base_url or self.default_base_url).rstrip("/") + self.path
         self.api_key_env = api_key_env or self.default_key_env
         self.prices = dict(prices or {})
         self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
+        self.redact_patterns = redact_patterns
 
     @classmethod
     def from_profile(cls, profile: RuntimeProfile) -> HttpAdapter:
@@ -181,7 +184,7 @@ class HttpAdapter(ABC):
         come from the wire (tests use a loopback server)."""
         return cls(profile.model, base_url=profile.base_url, api_key_env=profile.api_key_env,
                    prices=profile.prices, max_retries=profile.max_retries,
-                   timeout_s=profile.timeout_s)
+                   timeout_s=profile.timeout_s, redact_patterns=profile.redact_patterns)
 
     def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
         key = None
@@ -200,8 +203,12 @@ class HttpAdapter(ABC):
             doc = post_json(self.url, self.to_wire(req), headers, self.timeout_s, secrets=secrets)
             return self.from_wire(doc, req)
 
-        return complete_with_retries(attempt, request, max_retries=self.max_retries,
-                                     sleep=self._sleep)
+        got = complete_with_retries(attempt, request, max_retries=self.max_retries,
+                                    sleep=self._sleep)
+        if isinstance(got, Err):  # an answer may echo the key or the prompt: redact it all
+            redact = Redactor.of(secrets, self.redact_patterns)
+            return Err(replace(got.error, message=redact(got.error.message)))
+        return got
 
     @abstractmethod
     def auth_headers(self, key: str | None) -> dict[str, str]:

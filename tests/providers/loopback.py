@@ -60,6 +60,9 @@ class Loopback:
     replies: list[tuple[int, Any] | Reply] = field(default_factory=list)
     fail_first: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Path prefix -> (status, how many): the first N requests under it get `status` (-1: all)."""
+    echo: int = 0
+    """Non-zero: answer every request with this status and a body echoing its credentials
+    and its last user message (a debugging proxy that leaks what it was sent)."""
     _seen: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -76,6 +79,11 @@ class Loopback:
                 return status, {"error": {"type": "overloaded", "message": f"canned {status}"}}
             if self.replies:
                 return self.replies.pop(0)
+            if self.echo:
+                users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+                return self.echo, {"error": {"authorization": headers.get("authorization"),
+                                             "x-api-key": headers.get("x-api-key"),
+                                             "user": users[-1]["content"] if users else None}}
         if path.endswith("/chat/completions"):
             return 200, openai_answer(body)
         if path.endswith("/v1/messages"):
