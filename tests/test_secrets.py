@@ -169,6 +169,16 @@ def test_a_hook_quoting_a_secret_in_its_reason_leaks_nothing(ws: Path) -> None:
     assert_clean(run.log_path.read_text(encoding="utf-8"), "the log")
 
 
+def test_a_cycle_aborted_by_a_hook_quoting_a_secret_leaks_nothing(ws: Path) -> None:
+    rt = Runtime.from_workspace(ws)
+    rt.hooks.register("WorkflowStart", HookHandler("quoter", lambda i: HookDecision(
+        "deny", f"refused: {i['prompt']}"), priority=1000))
+    result = rt.run_cycle("code-review", PROMPT)
+    assert result.value.verdict == "abort"
+    assert_clean(result.value.reason + repr(result.value), "the CycleResult",
+                 marks=("[REDACTED-CC]", "[REDACTED]"))
+
+
 def test_a_tool_raising_with_a_secret_in_its_message_leaks_nothing(ws: Path) -> None:
     skill = ws / "skills" / "pay" / "SKILL.md"
     skill.parent.mkdir()
