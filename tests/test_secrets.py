@@ -132,6 +132,14 @@ def test_the_workbench_run_object_holds_no_secret(ws: Path, monkeypatch: pytest.
                  + agent_run.prompt, "the AgentRun", marks=MARKS[:2])
 
 
+def test_an_amendment_holding_a_secret_is_redacted_like_the_run(ws: Path) -> None:
+    run = _run(ws)
+    report = run.of("worker.report")[0]
+    run.rt.amend(run.session_id, report.id, "output", f"paid with {CANARY} for {EMPLOYEE}",
+                 f"the user sent Authorization: Bearer {BEARER}")
+    assert_clean(run.log_path.read_text(encoding="utf-8"), "the amended log")
+
+
 # -- errors: a provider echoing what it was sent, a hook or a tool quoting a secret -------------------
 
 
