@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from . import frontmatter
-from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
+from .errors import (
+    ContractError,
+    DomainError,
+    Err,
+    ErrorCode,
+    Ok,
+    Problem,
+    Result,
+    exception_text,
+)
 from .providers.base import CompletionRequest, CompletionResponse
 from .tools import ToolCall, dispatch_tool
 
@@ -161,7 +170,7 @@ def _call_provider(session: Any, agent: AgentDef, request: CompletionRequest, ca
     except Exception as exc:
         return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
                                f"provider {_name(session)!r} raised "
-                               f"{type(exc).__name__}: {_text(exc)}"))
+                               f"{type(exc).__name__}: {exception_text(exc)}"))
     if isinstance(got, Err) or (isinstance(got, Ok) and isinstance(got.value, CompletionResponse)):
         return got
     return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
@@ -171,13 +180,6 @@ def _call_provider(session: Any, agent: AgentDef, request: CompletionRequest, ca
 
 def _name(session: Any) -> str:
     return str(getattr(session.provider, "name", type(session.provider).__name__))
-
-
-def _text(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:  # an exception whose __str__ fails still needs a message
-        return "(no message)"
 
 
 def _output(session: Any, agent: AgentDef, response: CompletionResponse) -> Result[dict[str, Any]]:

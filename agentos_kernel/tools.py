@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import DomainError, Err, ErrorCode, Ok, Result
+from .errors import DomainError, Err, ErrorCode, Ok, Result, exception_text
 from .hooks import HookBus
 from .hooks.bus import plain_json
 from .recorder import SessionLog
@@ -137,7 +137,7 @@ def dispatch_tool(
             invoked.id)
         raise
     except Exception as exc:
-        result = _broken(call.name, f"raised {type(exc).__name__}: {_text(exc)}")
+        result = _broken(call.name, f"raised {type(exc).__name__}: {exception_text(exc)}")
     # 7. tool.result
     if isinstance(result, Err):
         log.append("tool.result", f"tool:{call.name}", {
@@ -171,18 +171,11 @@ def _as_result(name: str, got: Any) -> Result[Any]:
     try:
         return Ok(plain_json(got.value))
     except Exception as exc:  # a set, an object, NaN, a cycle: nothing a log or model can read
-        return _broken(name, f"returned a result that is not JSON: {_text(exc)}")
+        return _broken(name, f"returned a result that is not JSON: {exception_text(exc)}")
 
 
 def _broken(name: str, what: str) -> Err:
     return Err(DomainError("tool", ErrorCode.TOOL_ERROR, f"{name} {what}"))
-
-
-def _text(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:  # an exception whose __str__ fails still needs a message
-        return "(its message could not be read)"
 
 
 __all__ = ["Ok", "ToolCall", "ToolContext", "ToolDef", "ToolRegistry", "dispatch_tool"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import DomainError, Err, ErrorCode, Result
+from ..errors import DomainError, Err, ErrorCode, Result, exception_text
 from ..recorder import SessionLog
 
 HOOK_EVENTS = (
@@ -131,21 +131,13 @@ def _as_decision(value: Any, log: SessionLog) -> HookDecision | str:
             return f"handler returned {type(value).__name__}, not a HookDecision"
         doc = plain_json(doc)
     except Exception as exc:  # a hostile Mapping, a cycle, a value that is not JSON
-        return f"not JSON: {_text(exc)}"
+        return f"not JSON: {exception_text(exc)}"
     found = log.schemas.violations(doc, "hook_decision_v1")
     if found:
         return f"hook_decision_v1: {found[0].path}: {found[0].message}"
     if doc["decision"] == "deny" and not doc["reason"]:
         return "a deny decision needs a non-empty reason"
     return HookDecision(doc["decision"], _short(doc.get("reason")), doc.get("output"))
-
-
-def _text(exc: BaseException) -> str:
-    """An exception's message, even when its __str__ fails."""
-    try:
-        return str(exc)
-    except Exception:
-        return "(its message could not be read)"
 
 
 def _short(text: str | None) -> str | None:
@@ -200,10 +192,10 @@ class HookBus:
                 d, cause = HookDecision("deny", f"handler timed out after {h.timeout_s}s"), "timeout"
             elif status == "error" and isinstance(value, TimeoutError):
                 # e.g. a command hook killed at its own timeout (command_hooks.py)
-                d, cause = HookDecision("deny", _short(_text(value)) or "timed out"), "timeout"
+                d, cause = HookDecision("deny", _short(exception_text(value)) or "timed out"), "timeout"
             elif status == "error":
                 d = HookDecision("deny", _short(f"handler raised {type(value).__name__}: "
-                                                f"{_text(value)}"))
+                                                f"{exception_text(value)}"))
                 cause = "exception"
             else:
                 got = _as_decision(value, log)
