@@ -79,6 +79,15 @@ class ErrorCode:
     INTERRUPTED = "INTERRUPTED"
 
 
+def exception_text(exc: BaseException) -> str:
+    """An exception's message for a log or an error, even when its __str__ raises (code
+    that is failing, a handler, a tool or a provider, must not fail us a second time)."""
+    try:
+        return str(exc)
+    except Exception:
+        return "(its message could not be read)"
+
+
 class InvariantViolation(Exception):
     """A runtime invariant (I-1..I-5) is broken: a bug, never a user or model error."""
 

@@ -151,9 +151,8 @@ class Runtime:
         if isinstance(sid, Err):
             return sid
         det = self.profile.deterministic
-        key = os.environ.get(self.profile.api_key_env or "", "") if self.profile.api_key_env else ""
         log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
-                         CounterIds() if det else RandomIds(), sid, secrets=(key,) if key else ())
+                         CounterIds() if det else RandomIds(), sid, **self._redaction())
         try:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
@@ -163,6 +162,13 @@ class Runtime:
         return Session(log=log, profile=self.profile, provider=provider, tools=self.tools,
                        hooks=self.hooks, schemas=self.schemas, agents=self.agents,
                        tool_context=ToolContext(self.workspace.root, sid))
+
+    def _redaction(self) -> dict[str, Any]:
+        """What a session log redacts beyond the defaults: the API key (read from the env
+        var the profile names, never stored) and the profile's redact_patterns."""
+        env = self.profile.api_key_env
+        key = os.environ.get(env, "") if env else ""
+        return {"secrets": (key,) if key else (), "patterns": self.profile.redact_patterns}
 
     def start_session(self, prompt: str, session_id: str | None = None) -> Session | Err:
         """Open a session and log `session.start` (and any skipped skill files). An empty
@@ -174,11 +180,14 @@ class Runtime:
         session = self.open_session(session_id)
         if isinstance(session, Err):
             return session
+        start: dict[str, Any] = {"prompt": prompt}  # redacted by the log, like every payload
+        if session.log.redact(prompt) == prompt:
+            # Not for a prompt holding a secret: a card number is few enough guesses that
+            # its hash, beside the rest of the prompt in clear, would give it away.
+            start["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
         try:
             session.log.append("session.start", "user", {
-                "prompt": prompt,  # redacted by the log, like every payload
-                "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
-                "profile": self.profile.name, "provider": self.profile.provider,
+                **start, "profile": self.profile.name, "provider": self.profile.provider,
                 "model": self.profile.model, "deterministic": self.profile.deterministic})
             for p in self.skills.skipped:
                 session.log.append("skill.skipped", "system", {"file": p.file, "field": p.field,
@@ -278,9 +287,9 @@ class Runtime:
         s.log.append("session.close", "system", payload)
         if not ok:
             return result
-        out = result.value
-        return Ok(RunResult(s.session_id, True, out.report["output"], out.report, out.review,
-                            self.store.path(s.session_id)))
+        out, redact = result.value, s.log.redact  # what the caller prints is what the log holds
+        return Ok(RunResult(s.session_id, True, redact(out.report["output"]), redact(out.report),
+                            redact(out.review), self.store.path(s.session_id)))
 
     # L8 is imported on use, so `import agentos_kernel` never loads celpy.
     @property
@@ -314,7 +323,8 @@ class Runtime:
             last = self.store.tail(session_id)
             clock = LogicalClock.after(last.ts) if det and last else SystemClock()
             log = SessionLog.resume(self.store, self.schemas, clock,
-                                    CounterIds() if det else RandomIds(), session_id)
+                                    CounterIds() if det else RandomIds(), session_id,
+                                    **self._redaction())
             return log.append("event.amended", "user", {"target_id": target_id, "field": field,
                                                         "value": value, "reason": reason}, target_id)
         finally:

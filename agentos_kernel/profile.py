@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,8 @@ class RuntimeProfile:
     """input_per_mtok / output_per_mtok in USD."""
     agents: dict[str, str] = field(default_factory=dict)
     """Role -> agent file (agents/<name>.md) when it differs from the role name."""
+    redact_patterns: tuple[str, ...] = ()
+    """Extra regexes redacted (as [REDACTED]) before anything is logged."""
     fsync: FsyncPolicy = DEFAULT_FSYNC
     """When session logs are fsynced: never | close | every_n | always (docs/reliability.md)."""
     fsync_every: int | None = None
@@ -127,10 +130,13 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
         raise ContractError([Problem(shown, field_of(v.path, v.message), v.message)
                              for v in found])
     profiles = {
-        name: RuntimeProfile(name=name, **{k.replace("-", "_"): v for k, v in body.items()})
+        name: RuntimeProfile(name=name, **{k.replace("-", "_"): tuple(v) if k == "redact_patterns"
+                                           else v for k, v in body.items()})
         for name, body in doc["profiles"].items()
     }
-    problems = []
+    problems = [Problem(shown, f"profiles.{p.name}.redact_patterns[{i}]",
+                        f"not a valid regular expression ({why}); fix or remove it")
+                for p in profiles.values() for i, why in _bad_patterns(p.redact_patterns)]
     if doc["default_profile"] not in profiles:
         problems.append(Problem(shown, "default_profile",
                                 f"{doc['default_profile']!r} is not one of the profiles "
@@ -151,3 +157,13 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
         raise ContractError(problems)
     return WorkspaceConfig(shown, doc["default_profile"], profiles, tuple(doc.get("hooks") or ()),
                            tuple(doc.get("skill_roots") or ("skills",)), servers)
+
+
+def _bad_patterns(patterns: tuple[str, ...]) -> list[tuple[int, str]]:
+    bad = []
+    for i, pattern in enumerate(patterns):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            bad.append((i, str(exc)))
+    return bad

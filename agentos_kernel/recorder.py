@@ -14,7 +14,7 @@ from typing import Any
 from .clock import Clock, Ids
 from .errors import DomainError, Err, InvariantViolation, Ok, Result
 from .events import Event, EventStore, canonical
-from .redaction import redact
+from .redaction import Redactor
 from .schemas import SchemaRegistry, Violation
 
 # Event type -> schema id of its payload. Role handoffs use the role schemas directly.
@@ -80,6 +80,7 @@ class SessionLog:
         seq: int = 0,
         chain: str | None = None,
         secrets: tuple[str, ...] = (),
+        patterns: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.schemas = schemas
@@ -88,16 +89,19 @@ class SessionLog:
         self.session_id = session_id
         self.seq = seq
         self._chain = chain
-        self.secrets = secrets
+        self.redact = Redactor.of(secrets, patterns)
+        """What every payload, and every error this log returns, goes through first."""
 
     @classmethod
     def resume(cls, store: EventStore, schemas: SchemaRegistry, clock: Clock, ids: Ids,
-               session_id: str) -> SessionLog:
+               session_id: str, *, secrets: tuple[str, ...] = (),
+               patterns: tuple[str, ...] = ()) -> SessionLog:
         """Continue an existing log (for `event.amended`), after its last event."""
         last = store.tail(session_id)
         if last is None:
             raise KeyError(f"no session {session_id!r}")
-        return cls(store, schemas, clock, ids, session_id, seq=last.seq or 0, chain=last.chain)
+        return cls(store, schemas, clock, ids, session_id, seq=last.seq or 0, chain=last.chain,
+                   secrets=secrets, patterns=patterns)
 
     def append(self, type: str, actor: str, payload: Any, parent_id: str | None = None) -> Event:
         """Redact `payload`, check it against its type's schema, then append. A bad payload
@@ -105,7 +109,7 @@ class SessionLog:
         schema_id = EVENT_SCHEMAS.get(type)
         if schema_id is None:
             raise InvariantViolation(f"event type {type!r} has no payload schema in EVENT_SCHEMAS")
-        payload = redact(payload, self.secrets)
+        payload = self.redact(payload)
         found = self.schemas.violations(payload, schema_id)
         if found:
             raise InvariantViolation(
@@ -143,12 +147,15 @@ class SessionLog:
                 "where": where,
                 "violations": [{"path": v.path, "message": v.message} for v in found[:20]],
             }, parent_id)
-            return Err(replace(result.error, session_id=self.session_id))
+            return Err(replace(result.error, message=self.redact(result.error.message),
+                               session_id=self.session_id))
         return Ok(payload)
 
     def fail(self, error: DomainError, *, layer: str, actor: str,
              parent_id: str | None = None) -> Err:
-        """Log a domain failure as `domain.error` and return it as an `Err`."""
+        """Log a domain failure as `domain.error` and return it as an `Err` (its message
+        redacted like the log's copy: the caller may print it)."""
+        error = replace(error, message=self.redact(error.message))
         self.append("domain.error", actor, {
             "code": error.code,
             "kind": error.kind,

@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from . import frontmatter
-from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
+from .errors import (
+    ContractError,
+    DomainError,
+    Err,
+    ErrorCode,
+    Ok,
+    Problem,
+    Result,
+    exception_text,
+)
 from .providers.base import CompletionRequest, CompletionResponse
 from .tools import ToolCall, dispatch_tool
 
@@ -123,7 +132,7 @@ def _complete(session: Any, agent: AgentDef, request: CompletionRequest
     call_id = f"c{session.calls}"
     sent = log.append("llm.request", agent.role,
                       {**req, "role": agent.role, "call_id": call_id})
-    got = session.provider.complete(request)
+    got = _call_provider(session, agent, request, call_id, sent.id)
     if isinstance(got, Err):
         log.append("llm.error", agent.role, {"role": agent.role, "call_id": call_id,
                                              "code": got.error.code,
@@ -133,12 +142,44 @@ def _complete(session: Any, agent: AgentDef, request: CompletionRequest
     resp = got.value.to_dict()
     checked = log.check(resp, "completion_response_v1", where=f"{agent.role} response",
                         actor=agent.role, parent_id=sent.id)
-    if isinstance(checked, Err):
+    if isinstance(checked, Err):  # the call failed: its request still gets its answer event
+        log.append("llm.error", agent.role, {"role": agent.role, "call_id": call_id,
+                                             "code": checked.error.code,
+                                             "message": checked.error.message}, sent.id)
         return checked
     log.append("llm.response", agent.role, {**resp, "role": agent.role,
                                             "call_id": call_id, "attempts": got.value.attempts},
                sent.id)
     return got
+
+
+def _call_provider(session: Any, agent: AgentDef, request: CompletionRequest, call_id: str,
+                   parent: str) -> Result[CompletionResponse]:
+    """The provider's answer, whatever it does: an adapter that raises, or returns anything
+    but a Result of a CompletionResponse, broke the Provider contract, which is the same
+    fail-closed PROVIDER_ERROR as retries running out. Ctrl-C still propagates (to
+    `Runtime.guarded`), after the request is answered by an `llm.error` so the log keeps
+    its request/response pairs."""
+    try:
+        got = session.provider.complete(request)
+    except KeyboardInterrupt:
+        session.log.append("llm.error", agent.role, {
+            "role": agent.role, "call_id": call_id, "code": ErrorCode.INTERRUPTED,
+            "message": "interrupted (Ctrl-C) while waiting for the model"}, parent)
+        raise
+    except Exception as exc:
+        return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
+                               f"provider {_name(session)!r} raised "
+                               f"{type(exc).__name__}: {exception_text(exc)}"))
+    if isinstance(got, Err) or (isinstance(got, Ok) and isinstance(got.value, CompletionResponse)):
+        return got
+    return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
+                           f"provider {_name(session)!r} returned "
+                           f"{type(got).__name__}, not a Result of a CompletionResponse"))
+
+
+def _name(session: Any) -> str:
+    return str(getattr(session.provider, "name", type(session.provider).__name__))
 
 
 def _output(session: Any, agent: AgentDef, response: CompletionResponse) -> Result[dict[str, Any]]:

@@ -88,12 +88,18 @@ class Session:
         limit = self.profile.compact_after
         if len(messages) <= limit:
             return messages
+        cut = len(messages) - max(2, limit // 2)
+        # A tool result must keep the assistant turn that asked for it: the chat APIs
+        # refuse a tool message whose call is not in the conversation.
+        while cut > 2 and messages[cut]["role"] == "tool":
+            cut -= 1
+        if cut <= 2:
+            return messages  # nothing would be dropped
         gate, _ = self.hooks.fire("PreCompact", {"role": role, "messages": len(messages)},
                                   self.log)
         if gate.decision == "deny":
             return messages
-        keep = max(2, limit // 2)
-        kept = messages[:2] + messages[-keep:]
+        kept = messages[:2] + messages[cut:]
         self.log.append("context.compacted", role, {"role": role,
                                                     "dropped": len(messages) - len(kept),
                                                     "kept": len(kept)})

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import DomainError, Err, ErrorCode, Ok, Result
+from .errors import DomainError, Err, ErrorCode, Ok, Result, exception_text
 from .hooks import HookBus
+from .hooks.bus import plain_json
 from .recorder import SessionLog
 
 
@@ -125,12 +126,18 @@ def dispatch_tool(
     args = data["args"]
     # 5. tool.invoke
     invoked = log.append("tool.invoke", actor, {"id": call.id, "name": call.name, "args": args})
-    # 6. the call itself; a tool that raises is a broken tool, reported once, here
+    # 6. the call itself; a tool that raises, or answers with anything but Ok(JSON) or
+    # Err(DomainError), is a broken tool, reported once, here
     try:
-        result = tool.invoke(args, context)
+        result = _as_result(call.name, tool.invoke(args, context))
+    except KeyboardInterrupt:
+        log.append("tool.result", f"tool:{call.name}", {  # the invoke keeps its result pair
+            "id": call.id, "name": call.name, "ok": False,
+            "error": {"code": ErrorCode.INTERRUPTED, "message": "interrupted (Ctrl-C)"}},
+            invoked.id)
+        raise
     except Exception as exc:
-        result = Err(DomainError("tool", ErrorCode.TOOL_ERROR,
-                                 f"{call.name} raised {type(exc).__name__}: {exc}"))
+        result = _broken(call.name, f"raised {type(exc).__name__}: {exception_text(exc)}")
     # 7. tool.result
     if isinstance(result, Err):
         log.append("tool.result", f"tool:{call.name}", {
@@ -154,6 +161,21 @@ def dispatch_tool(
     # 9. schema_out
     return log.check(data["result"], tool.schema_out, where=f"tool {call.name} output",
                      actor=f"tool:{call.name}", parent_id=invoked.id)
+
+
+def _as_result(name: str, got: Any) -> Result[Any]:
+    if isinstance(got, Err) and isinstance(got.error, DomainError):
+        return got
+    if not isinstance(got, Ok):
+        return _broken(name, f"returned {type(got).__name__}, not Ok(...) or Err(DomainError)")
+    try:
+        return Ok(plain_json(got.value))
+    except Exception as exc:  # a set, an object, NaN, a cycle: nothing a log or model can read
+        return _broken(name, f"returned a result that is not JSON: {exception_text(exc)}")
+
+
+def _broken(name: str, what: str) -> Err:
+    return Err(DomainError("tool", ErrorCode.TOOL_ERROR, f"{name} {what}"))
 
 
 __all__ = ["Ok", "ToolCall", "ToolContext", "ToolDef", "ToolRegistry", "dispatch_tool"]

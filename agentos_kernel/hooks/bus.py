@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import DomainError, Err, ErrorCode, Result
+from ..errors import DomainError, Err, ErrorCode, Result, exception_text
 from ..recorder import SessionLog
 
 HOOK_EVENTS = (
@@ -90,22 +90,60 @@ def _run_with_timeout(fn: Callable[[Any], Any], arg: Any, timeout_s: float) -> t
     return "ok", box.get("value")
 
 
+MAX_REASON = 1000
+"""Characters of a handler's reason (or error) kept in the decision and the log."""
+_MAX_DEPTH = 64  # deeper than any real decision: a self-referencing value stops here
+
+
+def plain_json(value: Any, depth: int = 0) -> Any:
+    """A plain JSON copy of a value a handler (or a tool) returned; TypeError names what is not JSON
+    (a non-string key, a set, NaN, an object, a cycle)."""
+    if depth > _MAX_DEPTH:
+        raise TypeError(f"nested deeper than {_MAX_DEPTH} levels (a cycle?)")
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise TypeError(f"{value} is not a JSON number")
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"key {k!r} is not a string")
+            out[k] = plain_json(v, depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        return [plain_json(v, depth + 1) for v in value]
+    raise TypeError(f"{type(value).__name__!r} is not JSON")
+
+
 def _as_decision(value: Any, log: SessionLog) -> HookDecision | str:
     """Check a handler's return value against hook_decision_v1 (I-5); a string is the
-    reason it is not a valid decision."""
-    if isinstance(value, HookDecision):
-        doc = {k: v for k, v in (("decision", value.decision), ("reason", value.reason),
-                                 ("output", thaw(value.output))) if v is not None}
-    elif isinstance(value, Mapping):
-        doc = thaw(value)
-    else:
-        return f"handler returned {type(value).__name__}, not a HookDecision"
+    reason it is not a valid decision. Whatever the value is, this never raises."""
+    try:
+        if isinstance(value, HookDecision):
+            doc = {k: v for k, v in (("decision", value.decision), ("reason", value.reason),
+                                     ("output", value.output)) if v is not None}
+        elif isinstance(value, Mapping):
+            doc = value
+        else:
+            return f"handler returned {type(value).__name__}, not a HookDecision"
+        doc = plain_json(doc)
+    except Exception as exc:  # a hostile Mapping, a cycle, a value that is not JSON
+        return f"not JSON: {exception_text(exc)}"
     found = log.schemas.violations(doc, "hook_decision_v1")
     if found:
         return f"hook_decision_v1: {found[0].path}: {found[0].message}"
     if doc["decision"] == "deny" and not doc["reason"]:
         return "a deny decision needs a non-empty reason"
-    return HookDecision(doc["decision"], doc.get("reason"), doc.get("output"))
+    return HookDecision(doc["decision"], _short(doc.get("reason")), doc.get("output"))
+
+
+def _short(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_REASON:
+        return text
+    return text[:MAX_REASON] + f"… ({len(text) - MAX_REASON} more characters)"
 
 
 @dataclass
@@ -152,8 +190,12 @@ class HookBus:
             cause = None
             if status == "timeout":
                 d, cause = HookDecision("deny", f"handler timed out after {h.timeout_s}s"), "timeout"
+            elif status == "error" and isinstance(value, TimeoutError):
+                # e.g. a command hook killed at its own timeout (command_hooks.py)
+                d, cause = HookDecision("deny", _short(exception_text(value)) or "timed out"), "timeout"
             elif status == "error":
-                d = HookDecision("deny", f"handler raised {type(value).__name__}: {value}")
+                d = HookDecision("deny", _short(f"handler raised {type(value).__name__}: "
+                                                f"{exception_text(value)}"))
                 cause = "exception"
             else:
                 got = _as_decision(value, log)

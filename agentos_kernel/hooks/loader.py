@@ -12,6 +12,9 @@ from typing import Any
 from .bus import HookDecision, HookHandler
 from .command_hooks import command_handler
 
+COMMAND_GRACE_S = 0.05
+"""How long past a command hook's timeout_s the bus waits for the hook to kill itself."""
+
 
 def resolve_callable(dotted: str) -> Callable[[Any], Any]:
     """`package.module:function` -> the function; ValueError says what is wrong."""
@@ -41,8 +44,11 @@ def handler_from_entry(entry: dict[str, Any], workspace: Path) -> HookHandler:
             # `python` is the interpreter running the runtime, so `[python, hooks/check.py]`
             # works wherever the workspace goes (many systems have only python3 on PATH).
             argv[0] = sys.executable
-        # The hook is killed a little after the bus gives up on it, never before.
-        fn = command_handler(argv, workspace, entry["event"], timeout + 1.0)
+        # The process is killed (its whole group) at the timeout and the hook denied with
+        # cause `timeout`; the bus waits a little longer only as a backstop, so the kill
+        # and the decision come together.
+        fn = command_handler(argv, workspace, entry["event"], timeout)
+        timeout += COMMAND_GRACE_S
     return HookHandler(
         id=entry.get("id", default_id), fn=fn, priority=int(entry.get("priority", 0)),
         timeout_s=timeout,

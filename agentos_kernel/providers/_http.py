@@ -4,6 +4,8 @@ about retries, and hand back plain dicts only (no urllib object leaves this modu
 
 from __future__ import annotations
 
+import email.utils
+import http.client
 import json
 import os
 import time
@@ -11,16 +13,20 @@ import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import DomainError, Err, ErrorCode, Result
-from ..redaction import redact
+from ..redaction import Redactor, redact
 from .base import CompletionRequest, CompletionResponse, ProviderFault, complete_with_retries
 
 if TYPE_CHECKING:
     from ..profile import RuntimeProfile
 
 _SNIPPET = 300  # enough of an error body to act on, short enough for an event
+MAX_ANSWER_BYTES = 32 << 20
+"""A model answer larger than this is refused (a completion is kilobytes)."""
 
 
 def post_json(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float,
@@ -38,16 +44,23 @@ def post_json(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s
     req = urllib.request.Request(url, data=data, method="POST",
                                  headers={"content-type": "application/json", **headers})
     try:
+        deadline = time.monotonic() + timeout_s
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            raw = resp.read()
+            raw = _body(resp, url, deadline, timeout_s)
     except urllib.error.HTTPError as exc:
         status = exc.code
+        after = retry_after(exc.headers.get("retry-after") if exc.headers else None)
         text = _read(exc)
         retryable = status == 429 or status >= 500
         raise ProviderFault(redact(f"HTTP {status} from {url}: {text}", secrets),
-                            retryable=retryable) from None
+                            retryable=retryable, retry_after=after) from None
     except TimeoutError:
         raise TimeoutError(f"no answer from {url} within {timeout_s}s") from None
+    except http.client.HTTPException as exc:
+        # A body cut short (IncompleteRead), a garbled status line: the connection broke
+        # mid-answer, which the next attempt may not repeat.
+        raise ProviderFault(f"broken answer from {url}: {type(exc).__name__}",
+                            retryable=True) from None
     except urllib.error.URLError as exc:
         if isinstance(exc.reason, TimeoutError):
             raise TimeoutError(f"no answer from {url} within {timeout_s}s") from None
@@ -63,6 +76,42 @@ def post_json(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s
     if not isinstance(doc, dict):
         raise ProviderFault(f"answer from {url} is not a JSON object", retryable=False)
     return doc
+
+
+def _body(resp: Any, url: str, deadline: float, timeout_s: float) -> bytes:
+    """The whole answer within `timeout_s` of the request (the socket timeout alone bounds
+    each read, so a server dripping bytes could hold a call forever) and at most
+    MAX_ANSWER_BYTES (a runaway answer is refused, not buffered)."""
+    chunks, size = [], 0
+    while chunk := resp.read1(65536):
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise ProviderFault(f"answer from {url} is larger than {MAX_ANSWER_BYTES} bytes",
+                                retryable=False)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"answer from {url} took longer than {timeout_s}s")
+        chunks.append(chunk)
+    if getattr(resp, "length", None):  # content-length promised more: the connection broke
+        raise ProviderFault(f"answer from {url} was cut short ({size} bytes, "
+                            f"{resp.length} missing)", retryable=True)
+    return b"".join(chunks)
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None if absent or
+    unreadable (then the adapter's own backoff applies)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _read(exc: urllib.error.HTTPError) -> str:
@@ -120,12 +169,14 @@ class HttpAdapter(ABC):
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
                  prices: dict[str, float] | None = None, max_retries: int = 2,
-                 timeout_s: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> None:
+                 timeout_s: float = 60.0, sleep: Callable[[float], None] = time.sleep,
+                 redact_patterns: tuple[str, ...] = ()) -> None:
         self.model = model
         self.url = (base_url or self.default_base_url).rstrip("/") + self.path
         self.api_key_env = api_key_env or self.default_key_env
         self.prices = dict(prices or {})
         self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
+        self.redact_patterns = redact_patterns
 
     @classmethod
     def from_profile(cls, profile: RuntimeProfile) -> HttpAdapter:
@@ -133,7 +184,7 @@ class HttpAdapter(ABC):
         come from the wire (tests use a loopback server)."""
         return cls(profile.model, base_url=profile.base_url, api_key_env=profile.api_key_env,
                    prices=profile.prices, max_retries=profile.max_retries,
-                   timeout_s=profile.timeout_s)
+                   timeout_s=profile.timeout_s, redact_patterns=profile.redact_patterns)
 
     def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
         key = None
@@ -152,8 +203,12 @@ class HttpAdapter(ABC):
             doc = post_json(self.url, self.to_wire(req), headers, self.timeout_s, secrets=secrets)
             return self.from_wire(doc, req)
 
-        return complete_with_retries(attempt, request, max_retries=self.max_retries,
-                                     sleep=self._sleep)
+        got = complete_with_retries(attempt, request, max_retries=self.max_retries,
+                                    sleep=self._sleep)
+        if isinstance(got, Err):  # an answer may echo the key or the prompt: redact it all
+            redact = Redactor.of(secrets, self.redact_patterns)
+            return Err(replace(got.error, message=redact(got.error.message)))
+        return got
 
     @abstractmethod
     def auth_headers(self, key: str | None) -> dict[str, str]:

@@ -99,12 +99,19 @@ class Provider(Protocol):
         """One completion, retried inside the adapter; `Err(PROVIDER_ERROR)` when it gives up."""
 
 
-class ProviderFault(Exception):
-    """Raised inside an adapter for one failed attempt; `retryable` says if another may work."""
+MAX_RETRY_AFTER_S = 60.0
+"""The longest Retry-After an adapter waits; a server asking for more ends the call."""
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
+
+class ProviderFault(Exception):
+    """Raised inside an adapter for one failed attempt; `retryable` says if another may work,
+    `retry_after` how many seconds the server asked to wait first (Retry-After)."""
+
+    def __init__(self, message: str, *, retryable: bool = True,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.retry_after = retry_after
 
 
 def complete_with_retries(
@@ -116,7 +123,9 @@ def complete_with_retries(
     sleep: Callable[[float], None] = lambda s: None,
 ) -> Result[CompletionResponse]:
     """Run `attempt` up to 1 + max_retries times on retryable faults (TimeoutError counts),
-    with exponential backoff; the adapter boundary for L2's retry rule."""
+    with exponential backoff, or the server's Retry-After when it asks for longer (up to
+    MAX_RETRY_AFTER_S: asked for more, the call ends now rather than stall the run); the
+    adapter boundary for L2's retry rule."""
     tries = 0
     while True:
         tries += 1
@@ -124,15 +133,26 @@ def complete_with_retries(
             resp = attempt(request)
         except (ProviderFault, TimeoutError) as exc:
             retryable = getattr(exc, "retryable", True)
-            if retryable and tries <= max_retries:
-                sleep(backoff_s * (2 ** (tries - 1)))
-                continue
+            wait = backoff_s * (2 ** (tries - 1))
+            asked = getattr(exc, "retry_after", None)
             why = "timed out" if isinstance(exc, TimeoutError) else str(exc)
+            if retryable and tries <= max_retries and asked is not None:
+                if asked > MAX_RETRY_AFTER_S:
+                    return Err(DomainError(
+                        "provider", ErrorCode.PROVIDER_ERROR,
+                        f"gave up after {tries} attempt(s): {why}; the server asks to retry "
+                        f"after {asked:g}s, more than the {MAX_RETRY_AFTER_S:g}s an adapter "
+                        "waits", retryable=True))
+                wait = max(wait, asked)
+            if retryable and tries <= max_retries:
+                sleep(wait)
+                continue
             return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
                                    f"gave up after {tries} attempt(s): {why}", retryable=retryable))
         return Ok(CompletionResponse(resp.text, resp.tool_calls, resp.finish_reason, resp.usage,
                                      resp.model, resp.schema_version, attempts=tries))
 
 
-__all__ = ["CompletionRequest", "CompletionResponse", "Provider", "ProviderFault", "Usage",
+__all__ = ["MAX_RETRY_AFTER_S", "CompletionRequest", "CompletionResponse", "Provider",
+           "ProviderFault", "Usage",
            "complete_with_retries", "redact"]

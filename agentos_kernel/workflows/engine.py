@@ -247,7 +247,9 @@ class _Cycle(FanOut):
 
     def _result(self, verdict: str, reason: str) -> CycleResult:
         sid = self.session.session_id
-        return CycleResult(sid, self.cycle.id, verdict, reason, self.phase, tuple(self.visited),
+        # The reason may quote a hook or a model (and so a secret): the caller prints it.
+        return CycleResult(sid, self.cycle.id, verdict, self.log.redact(reason), self.phase,
+                           tuple(self.visited),
                            self.generation, self.rt.store.path(sid))
 
     # -- hook transforms --------------------------------------------------------------

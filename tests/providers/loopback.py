@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +24,24 @@ from agentos_kernel.providers.base import CompletionRequest, CompletionResponse
 from agentos_kernel.providers.scripted import ScriptedProvider
 
 MAX_REQUESTS = 500  # a retry loop that never ends fails the test instead of hanging it
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A canned answer with the faults a real backend shows: extra headers (Retry-After), a
+    delay before anything is sent (a timeout), a body cut short after `truncate_to` bytes
+    while the content-length promises all of it (a dropped connection), or raw bytes."""
+
+    status: int
+    body: Any = None
+    """A JSON value, or bytes sent as they are."""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    truncate_to: int | None = None
+    drip_s: float = 0.0
+    """Send the body one byte at a time, this long apart (a server that never quite stops)."""
+    raw: bytes | None = None
+    """Send these bytes instead of an HTTP response, then hang up (a garbled answer)."""
 
 
 @dataclass(frozen=True)
@@ -38,13 +57,17 @@ class Loopback:
 
     url: str
     requests: list[Recorded] = field(default_factory=list)
-    replies: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    replies: list[tuple[int, Any] | Reply] = field(default_factory=list)
     fail_first: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Path prefix -> (status, how many): the first N requests under it get `status` (-1: all)."""
+    echo: int = 0
+    """Non-zero: answer every request with this status and a body echoing its credentials
+    and its last user message (a debugging proxy that leaks what it was sent)."""
     _seen: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+    def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]
+               ) -> tuple[int, Any] | Reply:
         with self.lock:
             self.requests.append(Recorded(path, headers, body))
             if len(self.requests) > MAX_REQUESTS:
@@ -56,6 +79,11 @@ class Loopback:
                 return status, {"error": {"type": "overloaded", "message": f"canned {status}"}}
             if self.replies:
                 return self.replies.pop(0)
+            if self.echo:
+                users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+                return self.echo, {"error": {"authorization": headers.get("authorization"),
+                                             "x-api-key": headers.get("x-api-key"),
+                                             "user": users[-1]["content"] if users else None}}
         if path.endswith("/chat/completions"):
             return 200, openai_answer(body)
         if path.endswith("/v1/messages"):
@@ -73,14 +101,38 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
             body = {"_raw": raw.decode("utf-8", "replace")}
-        status, reply = self.server.loopback.answer(
+        got = self.server.loopback.answer(
             self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-        data = reply if isinstance(reply, bytes) else json.dumps(reply).encode("utf-8")
-        self.send_response(status)
+        reply = got if isinstance(got, Reply) else Reply(*got)
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
+        if reply.raw is not None:
+            self.wfile.write(reply.raw)
+            self.close_connection = True
+            return
+        raw = reply.body
+        data = raw if isinstance(raw, bytes) else json.dumps(raw).encode("utf-8")
+        self.send_response(reply.status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            if reply.truncate_to is not None:
+                self.wfile.write(data[:reply.truncate_to])
+                self.wfile.flush()
+                self.close_connection = True  # the rest never comes
+                return
+            if reply.drip_s:
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(reply.drip_s)
+                return
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up first (a timeout under test): nothing to answer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep pytest output clean
