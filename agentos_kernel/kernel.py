@@ -180,12 +180,12 @@ class Runtime:
         session = self.open_session(session_id)
         if isinstance(session, Err):
             return session
-        start: dict[str, Any] = {"prompt": prompt}  # redacted by the log, like every payload
-        if session.log.redact(prompt) == prompt:
-            # Not for a prompt holding a secret: a card number is few enough guesses that
-            # its hash, beside the rest of the prompt in clear, would give it away.
-            start["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
         try:
+            start: dict[str, Any] = {"prompt": prompt}  # redacted by the log, like every payload
+            if session.log.redact(prompt) == prompt:
+                # Not for a prompt holding a secret: a card number is few enough guesses that
+                # its hash, beside the rest of the prompt in clear, would give it away.
+                start["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
             session.log.append("session.start", "user", {
                 **start, "profile": self.profile.name, "provider": self.profile.provider,
                 "model": self.profile.model, "deterministic": self.profile.deterministic})
