@@ -19,7 +19,7 @@ from .events import LogError, check_session_id
 from .kernel import Runtime
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
 from .trace import trace_lines
-from .validate import validate_workspace
+from .validate import validate
 from .workspace import CONTRACT_DIRS, reference_dir
 
 CANONICAL = "hello, greet Ada"
@@ -153,8 +153,11 @@ def cmd_run_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    ws, problems = validate_workspace(Path(args.path) if args.path else args.workspace)
+    found = validate(Path(args.path) if args.path else args.workspace, args.profile)
+    ws, problems = found.workspace, found.problems
     where = "bundled reference workspace" if ws.bundled else str(ws.root)
+    for w in found.warnings:
+        print(f"warning: {w}")
     for p in problems:
         print(str(p))
     if problems:
@@ -235,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check every contract file of a workspace (file: field: problem)")
     p.add_argument("path", nargs="?", help="workspace directory (default: as --workspace)")
+    p.add_argument("--profile", help="the profile you will run (default: default_profile): its API "
+                                     "key variable must be set; for the other profiles an unset "
+                                     "key is a warning line")
     p.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("init", help="create a fresh workspace with the reference contracts")

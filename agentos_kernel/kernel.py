@@ -18,10 +18,12 @@ from .events import Event, JsonlEventStore, LogError, check_session_id, ends_com
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
 from .profile import RuntimeProfile, WorkspaceConfig, load_config
+from .providers._http import HttpAdapter
 from .providers.anthropic import AnthropicProvider
 from .providers.base import Provider
 from .providers.faults import FaultPlan
-from .providers.openai_compat import OpenAICompatProvider
+from .providers.gemini import GeminiProvider
+from .providers.openai_compat import LocalProvider, OpenAICompatProvider, OpenAIProvider
 from .providers.scripted import ScriptedProvider
 from .pwr import run_pwr
 from .recorder import SessionLog
@@ -37,11 +39,23 @@ from .workspace import Workspace, find_workspace, reference_dir
 
 _COUNTED = re.compile(r"^s\d{4,}$")  # deterministic ids: s0001, s0002, ... (named ones are skipped)
 ProviderFactory = Callable[[RuntimeProfile, FaultPlan | None], Provider]
+ADAPTERS: dict[str, type[HttpAdapter]] = {
+    "anthropic": AnthropicProvider, "openai": OpenAIProvider, "local": LocalProvider,
+    "gemini": GeminiProvider, "openai_compat": OpenAICompatProvider,
+}
+"""The HTTP adapters by registry key (each reads its key from the env var its profile names)."""
 PROVIDERS: dict[str, ProviderFactory] = {
     "scripted": lambda p, f: ScriptedProvider(p.model, p.prices, f, p.max_retries),
-    "openai_compat": lambda p, f: OpenAICompatProvider.from_profile(p),
-    "anthropic": lambda p, f: AnthropicProvider.from_profile(p),
+    **{name: (lambda p, f, cls=cls: cls.from_profile(p)) for name, cls in ADAPTERS.items()},
 }
+
+
+def key_env_of(prof: RuntimeProfile) -> str | None:
+    """The environment variable a run on `prof` reads its API key from: the profile's
+    `api_key_env`, else the adapter's default (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...);
+    None when the provider needs no key (scripted, local, a compatible server)."""
+    adapter = ADAPTERS.get(prof.provider)
+    return adapter.key_env_of(prof) if adapter else prof.api_key_env
 
 
 def unknown_provider(file: str, prof: RuntimeProfile) -> Problem | None:
@@ -165,8 +179,8 @@ class Runtime:
 
     def _redaction(self) -> dict[str, Any]:
         """What a session log redacts beyond the defaults: the API key (read from the env
-        var the profile names, never stored) and the profile's redact_patterns."""
-        env = self.profile.api_key_env
+        var the run reads, never stored) and the profile's redact_patterns."""
+        env = key_env_of(self.profile)
         key = os.environ.get(env, "") if env else ""
         return {"secrets": (key,) if key else (), "patterns": self.profile.redact_patterns}
 

@@ -3,13 +3,15 @@ as `file: field: what is wrong` (not just the first)."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from .builtin_tools import BUILTIN_TOOLS
 from .errors import ContractError, Problem
 from .hooks import HOOK_EVENTS
 from .hooks.loader import resolve_callable
-from .profile import load_config
+from .profile import WorkspaceConfig, load_config
 from .recorder import EVENT_SCHEMAS
 from .roles import load_agents
 from .schemas import SchemaRegistry
@@ -18,17 +20,70 @@ from .tools import ToolDef
 from .workspace import Workspace, find_workspace, reference_dir
 
 
+@dataclass(frozen=True)
+class Validation:
+    """What `agentos validate` found."""
+
+    workspace: Workspace
+    """The workspace checked."""
+    problems: list[Problem]
+    """Findings that make the workspace unusable for the selected profile (exit 1)."""
+    warnings: list[Problem]
+    """Findings about profiles not selected: printed, not a failure (a key not exported yet)."""
+
+
 def validate_workspace(path: Path | None = None) -> tuple[Workspace, list[Problem]]:
     """Every problem in the workspace's schemas, config, agents, skills, hooks and workflows."""
+    found = validate(path)
+    return found.workspace, found.problems
+
+
+def validate(path: Path | None = None, profile: str | None = None) -> Validation:
+    """`validate_workspace`, and each profile checked for a run: an API key variable that is
+    not set is a problem for `profile` (default: the default_profile), a warning for the others."""
     ws = find_workspace(path)
+    warnings: list[Problem] = []
+    problems = _contracts(ws, profile, warnings)
+    return Validation(ws, problems, warnings)
+
+
+def profile_findings(config: WorkspaceConfig, selected: str | None
+                     ) -> tuple[list[Problem], list[Problem]]:
+    """(problems, warnings) about the profiles: an unknown provider or selected profile is a
+    problem; an API key variable that is not set is a problem for the selected profile (the
+    run would fail at its first model call) and a warning for every other profile."""
+    from .kernel import key_env_of, unknown_provider  # the composition root knows the providers
+
+    selected = selected or config.default_profile
+    problems = [p for prof in config.profiles.values() if (p := unknown_provider(config.file, prof))]
+    warnings: list[Problem] = []
+    if selected not in config.profiles:
+        problems.append(Problem(config.file, "profile", f"no profile {selected!r}; known: "
+                                f"{', '.join(sorted(config.profiles))}"))
+    for prof in config.profiles.values():
+        env = key_env_of(prof)
+        if not env or os.environ.get(env):
+            continue
+        field = f"profiles.{prof.name}.api_key_env"
+        if prof.name == selected:
+            problems.append(Problem(config.file, field, f"{env} is not set; export the "
+                                    f"{prof.provider} API key there (export {env}=...) before "
+                                    f"running profile {prof.name!r}"))
+        else:
+            warnings.append(Problem(config.file, field, f"{env} is not set; a run with --profile "
+                                    f"{prof.name} fails at its first model call until it is exported"))
+    return problems, warnings
+
+
+def _contracts(ws: Workspace, profile: str | None, warnings: list[Problem]) -> list[Problem]:
     problems: list[Problem] = []
     try:
         schemas = SchemaRegistry.load(ws.contract_dir("schemas"))
     except ContractError as exc:
-        return ws, exc.problems  # nothing else can be checked without the schemas
+        return exc.problems  # nothing else can be checked without the schemas
     problems += missing_schemas(schemas, BUILTIN_TOOLS, ws.shown(ws.contract_dir("schemas")))
     if problems:
-        return ws, problems  # the loaders below would trip over the same missing ids
+        return problems  # the loaders below would trip over the same missing ids
     try:
         config = load_config(ws.config_file, schemas, ws.shown(ws.config_file))
     except ContractError as exc:
@@ -54,9 +109,9 @@ def validate_workspace(path: Path | None = None) -> tuple[Workspace, list[Proble
                                         f"{', '.join(sorted(known_tools))}); a call to it would be "
                                         "TOOL_NOT_FOUND"))
     if config is not None:
-        from .kernel import unknown_provider  # the composition root knows this build's providers
-
-        problems += [p for prof in config.profiles.values() if (p := unknown_provider(config.file, prof))]
+        found, warned = profile_findings(config, profile)
+        problems += found
+        warnings += warned
         for i, entry in enumerate(config.hooks):
             if entry["event"] not in HOOK_EVENTS:
                 problems.append(Problem(config.file, f"hooks[{i}].event", "unknown hook event"))
@@ -73,7 +128,7 @@ def validate_workspace(path: Path | None = None) -> tuple[Workspace, list[Proble
             load_workflows(workflows, schemas, ws.shown(workflows))
         except ContractError as exc:
             problems += exc.problems
-    return ws, problems
+    return problems
 
 
 # Schemas the loaders check agentos.yaml, agents/*.md and SKILL.md files against.

@@ -137,7 +137,7 @@ def test_validate_a_fresh_workspace_through_the_workspace_flag(workspace: Path, 
 def test_validate_lists_every_problem_as_file_field_message(workspace: Path, cli: Cli) -> None:
     cfg = workspace / "agentos.yaml"
     cfg.write_text(cfg.read_text().replace("builtin:stop_after_one", "builtin:no_such_handler")
-                   .replace("profiles:\n", "profiles:\n  cloud: {provider: gemini, model: g}\n", 1))
+                   .replace("profiles:\n", "profiles:\n  cloud: {provider: watson, model: g}\n", 1))
     (workspace / "skills" / "greet" / "SKILL.md").write_text("---\nname: greet\n---\nno description\n")
     (workspace / "skills" / "shell").mkdir()
     (workspace / "skills" / "shell" / "SKILL.md").write_text(
@@ -149,7 +149,7 @@ def test_validate_lists_every_problem_as_file_field_message(workspace: Path, cli
     assert code == 1
     lines = out.splitlines()
     expected = [
-        "agentos.yaml: profiles.cloud.provider: unknown provider 'gemini'; available in this build: ",
+        "agentos.yaml: profiles.cloud.provider: unknown provider 'watson'; available in this build: ",
         "agentos.yaml: hooks[3].handler: ",
         "agents/advisor.md: name: ",
         "skills/greet/SKILL.md: description: ",

@@ -19,7 +19,7 @@ TOP = ("jupyter", "labs", "cli")
 ON_TOP = {"cli.py", "cli_log.py", "testing.py"}
 # `%load_ext agentos_kernel` must find its entry point in the package's __init__.
 ENTRY_POINTS = {"__init__.py": {"jupyter.magics"}}
-CONCRETE = {"scripted", "anthropic", "openai_compat", "cassette"}
+CONCRETE = {"scripted", "anthropic", "openai_compat", "gemini", "cassette"}
 MAY_WIRE_PROVIDERS = {"kernel.py", "rerun.py"}
 
 

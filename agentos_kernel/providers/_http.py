@@ -173,10 +173,20 @@ class HttpAdapter(ABC):
                  redact_patterns: tuple[str, ...] = ()) -> None:
         self.model = model
         self.url = (base_url or self.default_base_url).rstrip("/") + self.path
-        self.api_key_env = api_key_env or self.default_key_env
+        self.api_key_env = api_key_env or self.key_env_default(base_url)
         self.prices = dict(prices or {})
         self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
         self.redact_patterns = redact_patterns
+
+    @classmethod
+    def key_env_default(cls, base_url: str | None) -> str | None:
+        """The key variable used when the profile names none (None: the server wants no key)."""
+        return cls.default_key_env
+
+    @classmethod
+    def key_env_of(cls, profile: RuntimeProfile) -> str | None:
+        """The environment variable a run on `profile` reads its key from (None: no key)."""
+        return profile.api_key_env or cls.key_env_default(profile.base_url)
 
     @classmethod
     def from_profile(cls, profile: RuntimeProfile) -> HttpAdapter:
@@ -200,7 +210,8 @@ class HttpAdapter(ABC):
         secrets = (key,) if key else ()
 
         def attempt(req: CompletionRequest) -> CompletionResponse:
-            doc = post_json(self.url, self.to_wire(req), headers, self.timeout_s, secrets=secrets)
+            doc = post_json(self.endpoint(req), self.to_wire(req), headers, self.timeout_s,
+                            secrets=secrets)
             return self.from_wire(doc, req)
 
         got = complete_with_retries(attempt, request, max_retries=self.max_retries,
@@ -209,6 +220,10 @@ class HttpAdapter(ABC):
             redact = Redactor.of(secrets, self.redact_patterns)
             return Err(replace(got.error, message=redact(got.error.message)))
         return got
+
+    def endpoint(self, request: CompletionRequest) -> str:
+        """The URL this request is POSTed to (Gemini names the model in it)."""
+        return self.url
 
     @abstractmethod
     def auth_headers(self, key: str | None) -> dict[str, str]:

@@ -44,6 +44,11 @@ class CompletionRequest:
     """Sampling temperature."""
     schema_version: str = "v1"
     """Contract version."""
+    output_schema_id: str | None = field(default=None, compare=False)
+    """Schema id the answer must match, for the provider's structured-output feature (not
+    part of the v1 contract: the system prompt names the same schema)."""
+    output_schema: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """That schema with its `$ref`s inlined (providers/structured.py translates it)."""
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"messages": [dict(m) for m in self.messages], "model": self.model}

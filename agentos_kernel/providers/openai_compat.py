@@ -1,8 +1,15 @@
-"""The OpenAI-compatible adapter (`provider: openai_compat`): chat-completions over HTTP.
+"""The chat-completions adapters: `openai` (OpenAI's endpoint, key OPENAI_API_KEY),
+`local` (any OpenAI-compatible server: Ollama, llama.cpp server, vLLM; no key unless the
+profile names one) and `openai_compat` (either, by `base_url`).
 
-Serves OpenAI itself and local servers that speak the same wire format (Ollama, vLLM,
-llama.cpp). Plain urllib, no SDK: the wire format is small and a dependency would be the
-only thing in the kernel that needs one. Nothing but v1 values leaves this module.
+Plain urllib, no SDK: the wire format is small and a dependency would be the only thing in
+the kernel that needs one. Nothing but v1 values leaves this module.
+
+The output budget: OpenAI deprecated `max_tokens` for chat completions in favour of
+`max_completion_tokens`, and its reasoning models (o-series, gpt-5*) refuse `max_tokens`
+(platform.openai.com/docs/api-reference/chat/create). Every OpenAI chat model accepts
+`max_completion_tokens`, so OpenAI's endpoint always gets it; other servers get
+`max_tokens`, the name every compatible server knows.
 """
 
 from __future__ import annotations
@@ -18,24 +25,42 @@ if TYPE_CHECKING:
     pass
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+LOCAL_BASE_URL = "http://127.0.0.1:11434/v1"
+"""Ollama's OpenAI-compatible endpoint on its default port."""
 FINISH = {"stop": "stop", "tool_calls": "tool_use", "function_call": "tool_use",
           "length": "max_tokens", "content_filter": "safety"}
 
 
+def is_openai(base_url: str | None) -> bool:
+    """True for OpenAI's own endpoint (no base_url, or one on api.openai.com)."""
+    return base_url is None or "://api.openai.com" in base_url
+
+
 class OpenAICompatProvider(HttpAdapter):
-    """POST {base_url}/chat/completions; Bearer key from the env var the profile names."""
+    """POST {base_url}/chat/completions; Bearer key from the env var the profile names, or
+    OPENAI_API_KEY when the endpoint is OpenAI's (a local server gets no key by default)."""
 
     name = "openai_compat"
     default_base_url = DEFAULT_BASE_URL
     path = "/chat/completions"
     default_key_env = None
 
+    @classmethod
+    def key_env_default(cls, base_url: str | None) -> str | None:
+        return OPENAI_KEY_ENV if is_openai(base_url) else cls.default_key_env
+
+    @property
+    def budget_field(self) -> str:
+        """`max_completion_tokens` on OpenAI's endpoint, else `max_tokens` (module docstring)."""
+        return "max_completion_tokens" if "://api.openai.com" in self.url else "max_tokens"
+
     def auth_headers(self, key: str | None) -> dict[str, str]:
         # No key configured: a local server (Ollama, vLLM) that wants none.
         return {"authorization": f"Bearer {key}"} if key else {}
 
     def to_wire(self, request: CompletionRequest) -> dict[str, Any]:
-        return to_wire(request)
+        return to_wire(request, self.budget_field)
 
     def from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
         try:
@@ -53,7 +78,38 @@ class OpenAICompatProvider(HttpAdapter):
                                   model=str(doc.get("model") or request.model))
 
 
-def to_wire(request: CompletionRequest) -> dict[str, Any]:
+class OpenAIProvider(OpenAICompatProvider):
+    """`provider: openai`: OpenAI's endpoint, key OPENAI_API_KEY unless the profile names
+    another, `max_completion_tokens` for the output budget."""
+
+    name = "openai"
+
+    @classmethod
+    def key_env_default(cls, base_url: str | None) -> str | None:
+        return OPENAI_KEY_ENV
+
+    @property
+    def budget_field(self) -> str:
+        return "max_completion_tokens"
+
+
+class LocalProvider(OpenAICompatProvider):
+    """`provider: local`: an OpenAI-compatible server on this machine (Ollama by default);
+    no key unless the profile names `api_key_env`."""
+
+    name = "local"
+    default_base_url = LOCAL_BASE_URL
+
+    @classmethod
+    def key_env_default(cls, base_url: str | None) -> str | None:
+        return None
+
+    @property
+    def budget_field(self) -> str:
+        return "max_tokens"
+
+
+def to_wire(request: CompletionRequest, budget_field: str = "max_tokens") -> dict[str, Any]:
     """completion_request_v1 -> a chat-completions request body."""
     body: dict[str, Any] = {"model": request.model, "messages": [_message(m) for m in request.messages]}
     if request.tools:
@@ -62,9 +118,7 @@ def to_wire(request: CompletionRequest) -> dict[str, Any]:
                                        "parameters": t.get("input_schema", {"type": "object"})}}
                          for t in request.tools]
     if request.max_tokens is not None:
-        # `max_tokens`, not `max_completion_tokens`: the older name is what compatible
-        # servers accept, and OpenAI still honours it for chat models.
-        body["max_tokens"] = request.max_tokens
+        body[budget_field] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
     return body
