@@ -39,6 +39,10 @@ class RuntimeProfile:
     """Plan-work-review passes a Stop hook that allows continuation may run."""
     max_tool_turns: int = 8
     """Tool-using model turns per worker call."""
+    max_repairs: int = 0
+    """Repair turns per role call: a role answer that is not JSON or breaks its schema is
+    handed back to the model with the error this many times before it fails closed (0: at
+    once, as the scripted profiles do; the real-model examples use 2)."""
     compact_after: int = 40
     """Messages in a worker conversation before PreCompact fires."""
     temperature: float | None = None

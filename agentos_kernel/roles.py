@@ -91,14 +91,24 @@ def call_role(session: Any, agent: AgentDef, payload: dict[str, Any], *,
         {"role": "system", "content": system},
         {"role": "user", "content": json.dumps(payload, ensure_ascii=False, sort_keys=True)},
     ]
-    for _turn in range(profile.max_tool_turns + 1):
+    schema = session.schemas.resolved(agent.output_schema)
+    turns = repairs = 0
+    while True:
         request = CompletionRequest(tuple(messages), profile.model, tools or None,
-                                    profile.max_tokens, profile.temperature)
+                                    profile.max_tokens, profile.temperature,
+                                    output_schema_id=agent.output_schema, output_schema=schema)
         response = _complete(session, agent, request)
         if isinstance(response, Err):
             return response
         if not response.value.tool_calls:
-            return _output(session, agent, response.value)
+            got = _output(session, agent, response.value, repairs, profile.max_repairs)
+            if not isinstance(got, Repair):
+                return got
+            # the refused answer and why go back to the model, which answers again
+            repairs += 1
+            messages += [{"role": "assistant", "content": response.value.text},
+                         {"role": "user", "content": got.message}]
+            continue
         messages.append({"role": "assistant", "content": json.dumps(
             {"tool_calls": [{"id": c.id, "name": c.name, "args": c.args}
                             for c in response.value.tool_calls]}, sort_keys=True)})
@@ -114,10 +124,12 @@ def call_role(session: Any, agent: AgentDef, payload: dict[str, Any], *,
                      "error": {"code": result.error.code, "message": result.error.message}})
             messages.append({"role": "tool", "content": json.dumps(body, sort_keys=True)})
         messages = session.maybe_compact(agent.role, messages)
-    return log.fail(DomainError("loop", ErrorCode.LOOP_BOUND,
-                                f"{agent.role} asked for tools {profile.max_tool_turns} turns in a "
-                                "row; raise max_tool_turns in the profile if that is intended"),
-                    layer="L3", actor=agent.role)
+        turns += 1
+        if turns > profile.max_tool_turns:
+            return log.fail(DomainError("loop", ErrorCode.LOOP_BOUND,
+                                        f"{agent.role} asked for tools {profile.max_tool_turns} turns "
+                                        "in a row; raise max_tool_turns in the profile if that is "
+                                        "intended"), layer="L3", actor=agent.role)
 
 
 def _complete(session: Any, agent: AgentDef, request: CompletionRequest
@@ -182,17 +194,41 @@ def _name(session: Any) -> str:
     return str(getattr(session.provider, "name", type(session.provider).__name__))
 
 
-def _output(session: Any, agent: AgentDef, response: CompletionResponse) -> Result[dict[str, Any]]:
+@dataclass(frozen=True)
+class Repair:
+    """A role answer refused with a repair turn left: what the model is told about it."""
+
+    message: str
+    """The user turn sent back: the schema error and what to do."""
+
+
+def _output(session: Any, agent: AgentDef, response: CompletionResponse, repairs: int = 0,
+            max_repairs: int = 0) -> Result[dict[str, Any]] | Repair:
+    """The role's answer checked and logged as its handoff event; a bad answer fails
+    closed (MALFORMED_AGENT_MESSAGE or SCHEMA_INVALID) once `max_repairs` repair turns are
+    used, before that it is logged as a schema.violation and handed back as a `Repair`."""
     log = session.log
+    can_repair = repairs < max_repairs
+    where = f"{agent.role} output" + (f" (attempt {repairs + 1} of {max_repairs + 1})"
+                                      if max_repairs else "")
     try:
         out = json.loads(response.text)
     except json.JSONDecodeError as exc:
+        why = f"{agent.role} output is not JSON ({exc.msg} at char {exc.pos})"
+        if can_repair:
+            log.append("schema.violation", agent.role, {
+                "schema_id": agent.output_schema, "where": where,
+                "violations": [{"path": "/", "message": why}]})
+            return Repair(_repair_text(agent.output_schema, [f"/: {why}"]))
         return log.fail(DomainError("schema", ErrorCode.MALFORMED_AGENT_MESSAGE,
-                                    f"{agent.role} output is not JSON ({exc.msg} at char "
-                                    f"{exc.pos}); role outputs must be JSON only"),
+                                    f"{why}; role outputs must be JSON only"),
                         layer="L3", actor=agent.role)
-    checked = log.check(out, agent.output_schema, where=f"{agent.role} output", actor=agent.role)
+    checked = log.check(out, agent.output_schema, where=where, actor=agent.role)
     if isinstance(checked, Err):
+        if can_repair:
+            found = session.schemas.violations(out, agent.output_schema)
+            return Repair(_repair_text(agent.output_schema,
+                                       [f"{v.path}: {v.message}" for v in found[:10]]))
         return checked
     event = HANDOFF_EVENT.get(agent.output_schema)
     if event is None:  # a role with its own schema (e.g. an L8 persona)
@@ -201,6 +237,13 @@ def _output(session: Any, agent: AgentDef, response: CompletionResponse) -> Resu
     else:
         log.append(event, agent.name, out)
     return Ok(out)
+
+
+def _repair_text(schema_id: str, problems: list[str]) -> str:
+    # SCHEMA_INVALID names the refusal in the request, where an auditor looks for it
+    return (f"SCHEMA_INVALID: your answer was refused; it does not match the schema "
+            f"`{schema_id}`: {'; '.join(problems)}. Answer again with only one JSON object "
+            "that matches the schema, nothing else.")
 
 
 __all__ = ["ROLES", "AgentDef", "ToolCall", "call_role", "load_agents"]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..tools import ToolCall
 from ._http import HttpAdapter, assistant_tool_calls, cost, tool_message
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage
+from .structured import OUTPUT_TOOL_PREFIX, output_tool
 
 if TYPE_CHECKING:
     pass
@@ -43,15 +44,22 @@ class AnthropicProvider(HttpAdapter):
         if not isinstance(blocks, list):
             raise ProviderFault("Messages API answer has no content list", retryable=False)
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-        calls = []
+        calls, answer = [], None
         for b in blocks:
             if b.get("type") != "tool_use":
                 continue
             if not b.get("id") or not b.get("name") or not isinstance(b.get("input"), dict):
                 raise ProviderFault("tool_use block without id, name or object input",
                                     retryable=False)
+            if request.output_schema_id and b["name"] == OUTPUT_TOOL_PREFIX + request.output_schema_id:
+                answer = b["input"]  # the forced output tool: its input is the role's answer
+                continue
             calls.append(ToolCall(str(b["id"]), str(b["name"]), b["input"]))
+        if answer is not None and not calls:
+            text = json.dumps(answer, ensure_ascii=False)
         reason = STOP.get(doc.get("stop_reason") or "", "tool_use" if calls else "stop")
+        if answer is not None and not calls and reason == "tool_use":
+            reason = "stop"  # the answer came as the output tool's input: the turn is done
         usage = doc.get("usage") or {}
         tin, tout = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
         return CompletionResponse(text=text, tool_calls=tuple(calls), finish_reason=reason,
@@ -78,10 +86,17 @@ def to_wire(request: CompletionRequest) -> dict[str, Any]:
                             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS}
     if system:
         body["system"] = system
-    if request.tools:
-        body["tools"] = [{"name": t["name"], "description": t.get("description", ""),
-                          "input_schema": t.get("input_schema", {"type": "object"})}
-                         for t in request.tools]
+    tools = [{"name": t["name"], "description": t.get("description", ""),
+              "input_schema": t.get("input_schema", {"type": "object"})}
+             for t in request.tools or ()]
+    if request.output_schema is not None and request.output_schema_id:
+        # Structured output: the answer is the input of a tool the model must call; with
+        # other tools on offer it must call one of them or that one ("any").
+        out = output_tool(request.output_schema_id, request.output_schema)
+        body["tool_choice"] = {"type": "any"} if tools else {"type": "tool", "name": out["name"]}
+        tools.append(out)
+    if tools:
+        body["tools"] = tools
     if request.temperature is not None:
         body["temperature"] = request.temperature
     return body

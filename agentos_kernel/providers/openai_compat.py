@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..tools import ToolCall
 from ._http import HttpAdapter, assistant_tool_calls, cost, tool_message
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage
+from .structured import drop_optional_nulls, openai_response_format
 
 if TYPE_CHECKING:
     pass
@@ -72,7 +73,10 @@ class OpenAICompatProvider(HttpAdapter):
         reason = FINISH.get(choice.get("finish_reason") or "", "tool_use" if calls else "stop")
         usage = doc.get("usage") or {}
         tin, tout = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        return CompletionResponse(text=message.get("content") or "", tool_calls=calls,
+        text = message.get("content") or ""
+        if request.output_schema is not None and not calls:
+            text = _unstrict(text, request.output_schema)
+        return CompletionResponse(text=text, tool_calls=calls,
                                   finish_reason=reason,
                                   usage=Usage(tin, tout, cost(self.prices, tin, tout)),
                                   model=str(doc.get("model") or request.model))
@@ -119,9 +123,22 @@ def to_wire(request: CompletionRequest, budget_field: str = "max_tokens") -> dic
                          for t in request.tools]
     if request.max_tokens is not None:
         body[budget_field] = request.max_tokens
+    if request.output_schema is not None and request.output_schema_id:
+        body["response_format"] = openai_response_format(request.output_schema_id,
+                                                         request.output_schema)
     if request.temperature is not None:
         body["temperature"] = request.temperature
     return body
+
+
+def _unstrict(text: str, schema: dict[str, Any]) -> str:
+    """A strict-mode answer in the role schema's shape (nulls for absent optional fields
+    dropped); text that is not JSON is left for the role's own check to refuse."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    return json.dumps(drop_optional_nulls(value, schema), ensure_ascii=False)
 
 
 def _message(m: dict[str, str]) -> dict[str, Any]:

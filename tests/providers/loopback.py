@@ -88,6 +88,8 @@ class Loopback:
             return 200, openai_answer(body)
         if path.endswith("/v1/messages"):
             return 200, anthropic_answer(body)
+        if path.endswith(":generateContent"):
+            return 200, gemini_answer(body, path.rsplit("/", 1)[-1].split(":")[0])
         return 404, {"error": f"no route {path}"}
 
 
@@ -199,7 +201,11 @@ def openai_answer(body: dict[str, Any]) -> dict[str, Any]:
     tools = [{"name": t["function"]["name"], "description": t["function"]["description"],
               "input_schema": t["function"]["parameters"]} for t in body.get("tools") or ()]
     resp = _think(messages, tools, body["model"])
-    message: dict[str, Any] = {"role": "assistant", "content": resp.text or None}
+    text = resp.text
+    strict = (body.get("response_format") or {}).get("json_schema", {})
+    if text and strict.get("strict"):  # strict mode sends every property, null when absent
+        text = json.dumps(_all_properties(json.loads(text), strict["schema"]))
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if resp.tool_calls:
         message["tool_calls"] = [{"id": c.id, "type": "function",
                                   "function": {"name": c.name, "arguments": json.dumps(c.args)}}
@@ -229,12 +235,77 @@ def anthropic_answer(body: dict[str, Any]) -> dict[str, Any]:
                     b["tool_use_id"], names, json.loads(b["content"]), bool(b.get("is_error")))})
             else:
                 messages.append({"role": m["role"], "content": b["text"]})
-    resp = _think(messages, list(body.get("tools") or ()), body["model"])
-    content: list[dict[str, Any]] = [{"type": "text", "text": resp.text}] if resp.text else []
+    tools = [t for t in body.get("tools") or () if not t["name"].startswith("submit_")]
+    answer_tool = next((t["name"] for t in body.get("tools") or () if t["name"].startswith("submit_")),
+                       None)
+    resp = _think(messages, tools, body["model"])
+    content: list[dict[str, Any]] = []
+    if resp.text and answer_tool and not resp.tool_calls:  # a forced tool: the answer is its input
+        content.append({"type": "tool_use", "id": "toolu_answer", "name": answer_tool,
+                        "input": json.loads(resp.text)})
+    elif resp.text:
+        content.append({"type": "text", "text": resp.text})
     content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args}
                 for c in resp.tool_calls]
+    used_tool = any(b["type"] == "tool_use" for b in content)
     return {"id": "msg_1", "type": "message", "role": "assistant", "model": resp.model,
-            "content": content, "stop_reason": "tool_use" if resp.tool_calls else "end_turn",
+            "content": content, "stop_reason": "tool_use" if used_tool else "end_turn",
             "stop_sequence": None,
             "usage": {"input_tokens": resp.usage.input_tokens,
                       "output_tokens": resp.usage.output_tokens}}
+
+
+def _all_properties(value: Any, schema: dict[str, Any]) -> Any:
+    """What a strict-mode model sends: every property of every object, null when absent."""
+    if isinstance(value, dict) and "properties" in schema:
+        return {k: _all_properties(value.get(k), sub) for k, sub in schema["properties"].items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_all_properties(v, schema["items"]) for v in value]
+    return value
+
+
+def gemini_answer(body: dict[str, Any], model: str) -> dict[str, Any]:
+    names: dict[str, list[str]] = {}  # function name -> ids of its calls not answered yet
+    system = body.get("systemInstruction", {}).get("parts", [{}])[0].get("text")
+    messages = [{"role": "system", "content": system}] if system else []
+    for turn in body["contents"]:
+        for part in turn["parts"]:
+            if "functionCall" in part:
+                fc = part["functionCall"]
+                call_id = f"t{sum(len(v) for v in names.values()) + 1}"
+                names.setdefault(fc["name"], []).append(call_id)
+                messages.append({"role": "assistant",
+                                 "content": _calls_json([(call_id, fc["name"], fc.get("args", {}))])})
+            elif "functionResponse" in part:
+                fr = part["functionResponse"]
+                call_id = names.get(fr["name"], ["?"])[0]
+                resp = fr["response"]
+                failed = "error" in resp
+                messages.append({"role": "tool", "content": _tool_body(
+                    call_id, {call_id: fr["name"]}, resp["error"] if failed else resp["result"],
+                    failed)})
+            else:
+                messages.append({"role": "assistant" if turn["role"] == "model" else "user",
+                                 "content": part["text"]})
+    tools = [{"name": f["name"], "description": f["description"],
+              "input_schema": _json_schema(f["parameters"])}
+             for t in body.get("tools") or () for f in t["functionDeclarations"]]
+    resp = _think(messages, tools, model)
+    parts: list[dict[str, Any]] = [{"text": resp.text}] if resp.text else []
+    parts += [{"functionCall": {"name": c.name, "args": c.args}} for c in resp.tool_calls]
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                            "index": 0}],
+            "usageMetadata": {"promptTokenCount": resp.usage.input_tokens,
+                              "candidatesTokenCount": resp.usage.output_tokens,
+                              "totalTokenCount": resp.usage.input_tokens + resp.usage.output_tokens},
+            "modelVersion": resp.model}
+
+
+def _json_schema(node: Any) -> Any:
+    """A Gemini Schema back as JSON Schema, enough for the scripted model to fill arguments."""
+    if isinstance(node, dict):
+        return {k: (v.lower() if k == "type" else _json_schema(v)) for k, v in node.items()
+                if k not in ("propertyOrdering", "nullable")}
+    if isinstance(node, list):
+        return [_json_schema(v) for v in node]
+    return node
