@@ -12,7 +12,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -28,7 +28,8 @@ from agentos_kernel.providers.base import (
     complete_with_retries,
 )
 from agentos_kernel.providers.faults import Fault, FaultPlan
-from agentos_kernel.providers.openai_compat import OpenAICompatProvider
+from agentos_kernel.providers.gemini import GeminiProvider
+from agentos_kernel.providers.openai_compat import LocalProvider, OpenAICompatProvider, OpenAIProvider
 from agentos_kernel.providers.scripted import ScriptedProvider
 from agentos_kernel.workspace import reference_dir
 from tests.providers.loopback import Loopback, loopback_server
@@ -82,20 +83,44 @@ def _openai_compat() -> ProviderUnderTest:
 def _anthropic() -> ProviderUnderTest:
     def build(url: str, sleep: Callable[[float], None]) -> Provider:
         return _Keyed(AnthropicProvider("scripted-1", base_url=url, max_retries=2, sleep=sleep,
-                                        api_key_env="AGENTOS_TEST_ANTHROPIC_KEY"))
+                                        api_key_env=TEST_KEY_ENV))
 
     return _http(build, 429)
+
+
+def _openai() -> ProviderUnderTest:
+    def build(url: str, sleep: Callable[[float], None]) -> Provider:
+        return _Keyed(OpenAIProvider("scripted-1", base_url=url + "/v1", max_retries=2, sleep=sleep,
+                                     api_key_env=TEST_KEY_ENV))
+
+    return _http(build, 429)
+
+
+def _gemini() -> ProviderUnderTest:
+    def build(url: str, sleep: Callable[[float], None]) -> Provider:
+        return _Keyed(GeminiProvider("scripted-1", base_url=url, max_retries=2, sleep=sleep,
+                                     api_key_env=TEST_KEY_ENV))
+
+    return _http(build, 503)
+
+
+def _local() -> ProviderUnderTest:
+    return _http(lambda url, sleep: LocalProvider("scripted-1", base_url=url + "/v1",
+                                                  max_retries=2, sleep=sleep), 500)
+
+
+TEST_KEY_ENV = "AGENTOS_TEST_CONTRACT_KEY"
 
 
 class _Keyed:
     """Sets the test key only while a call runs, so no other test sees it in the environment."""
 
-    def __init__(self, inner: AnthropicProvider) -> None:
+    def __init__(self, inner: Provider) -> None:
         self.inner, self.name = inner, inner.name
 
     def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("AGENTOS_TEST_ANTHROPIC_KEY", "test-key")
+            mp.setenv(TEST_KEY_ENV, "test-key")
             return self.inner.complete(request)
 
 
@@ -103,6 +128,9 @@ PROVIDERS: dict[str, Callable[[], ProviderUnderTest]] = {
     "scripted": _scripted,
     "openai_compat": _openai_compat,
     "anthropic": _anthropic,
+    "openai": _openai,
+    "gemini": _gemini,
+    "local": _local,
 }
 
 
@@ -141,7 +169,7 @@ def requests(schemas: SchemaRegistry) -> list[CompletionRequest]:
     plan = {"steps": [{"id": "s1", "description": "echo"}], "risks": [], "needs_advisor": False,
             "schema_version": "v1"}
     report = {"output": "Hello, Ada!", "steps_completed": ["s1"], "schema_version": "v1"}
-    return [
+    asked = [
         request_for("lead_directive_v1", {"prompt": "hello, greet Ada"}),
         request_for("plan_v1", {"directive": {"intent": "greet Ada"}, "prompt": "hello, greet Ada"}),
         request_for("worker_report_v1", {"prompt": "hello, greet Ada", "plan": plan},
@@ -149,6 +177,9 @@ def requests(schemas: SchemaRegistry) -> list[CompletionRequest]:
         request_for("worker_report_v1", {"prompt": "hello, greet Ada", "plan": plan}),
         request_for("review_result_v1", {"plan": plan, "report": report}),
     ]
+    # as the runtime sends them: with the role's schema for the provider's structured outputs
+    return [replace(r, output_schema_id=sid, output_schema=schemas.resolved(sid))
+            for r in asked for sid in [r.messages[0]["content"].rsplit("`", 2)[1]]]
 
 
 class TestProviderContract:
