@@ -37,8 +37,14 @@ def _runtime(args: argparse.Namespace) -> Runtime:
             faults = load_fault_plan(args.faults)
         except FaultPlanError as exc:
             raise UsageError(str(exc)) from None
-    return Runtime.from_workspace(args.workspace, profile=getattr(args, "profile", None),
-                                  faults=faults)
+    rt = Runtime.from_workspace(args.workspace, profile=getattr(args, "profile", None),
+                                faults=faults)
+    if getattr(args, "cassette", None) and not args.record:
+        raise UsageError("--cassette names the file --record writes: add --record")
+    if getattr(args, "record", False):
+        rt.record_to = (Path(args.cassette) if args.cassette else
+                        rt.workspace.root / "cassettes" / f"{rt.profile.name}.json")
+    return rt
 
 
 def _print_run(rt: Runtime, session_id: str) -> None:
@@ -51,7 +57,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _run_cycle(_runtime(args), args)
     if args.mode is not None:
         raise UsageError("--mode applies to a cycle: add --cycle ID (e.g. --cycle code-review)")
-    return _run(_runtime(args), args.prompt, args.session, args.json)[0]
+    rt = _runtime(args)
+    code = _run(rt, args.prompt, args.session, args.json)[0]
+    if rt.record_to is not None and not args.json:
+        print(f"cassette: {rt.record_to} (replay offline with a profile "
+              f"{{provider: cassette, model: {rt.profile.model}, cassette: <that file>}})")
+    return code
 
 
 def _run_cycle(rt: Runtime, args: argparse.Namespace) -> int:
@@ -214,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cycle mode: interactive, autofix, report-only or headless (default: the "
                         "cycle's default_mode); it changes what is written, not what is decided")
     p.add_argument("--json", action="store_true", help="print the replay snapshot as JSON instead")
+    p.add_argument("--record", action="store_true",
+                   help="add every answered model call to a cassette file, keyed by the sha256 "
+                        "of the request; a profile with provider: cassette replays it offline")
+    p.add_argument("--cassette", metavar="FILE",
+                   help="with --record: the cassette file (default: cassettes/<profile>.json "
+                        "in the workspace)")
     p.set_defaults(fn=cmd_run)
 
     from . import cli_log  # replay, events, verify: the commands that read a log

@@ -1,12 +1,13 @@
 """Composition root: `Runtime.from_workspace()` wires the layers; `handle_user_request()`
-runs the spec's ten-step flow. The only module that names concrete adapters."""
+runs the spec's ten-step flow. It and providers/registry.py (re-exported here) are the
+only modules that name concrete adapters."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,13 +19,16 @@ from .events import Event, JsonlEventStore, LogError, check_session_id, ends_com
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
 from .profile import RuntimeProfile, WorkspaceConfig, load_config
-from .providers._http import HttpAdapter
-from .providers.anthropic import AnthropicProvider
-from .providers.base import Provider
+from .providers.cassette_file import Recording
 from .providers.faults import FaultPlan
-from .providers.gemini import GeminiProvider
-from .providers.openai_compat import LocalProvider, OpenAICompatProvider, OpenAIProvider
-from .providers.scripted import ScriptedProvider
+from .providers.registry import (  # noqa: F401  (key_env_of, ADAPTERS: the composition root's API)
+    ADAPTERS,
+    PROVIDERS,
+    ProviderFactory,
+    cassette_problem,
+    key_env_of,
+    unknown_provider,
+)
 from .pwr import run_pwr
 from .recorder import SessionLog
 from .replay import Snapshot, replay_path
@@ -38,32 +42,6 @@ from .validate import missing_schemas
 from .workspace import Workspace, find_workspace, reference_dir
 
 _COUNTED = re.compile(r"^s\d{4,}$")  # deterministic ids: s0001, s0002, ... (named ones are skipped)
-ProviderFactory = Callable[[RuntimeProfile, FaultPlan | None], Provider]
-ADAPTERS: dict[str, type[HttpAdapter]] = {
-    "anthropic": AnthropicProvider, "openai": OpenAIProvider, "local": LocalProvider,
-    "gemini": GeminiProvider, "openai_compat": OpenAICompatProvider,
-}
-"""The HTTP adapters by registry key (each reads its key from the env var its profile names)."""
-PROVIDERS: dict[str, ProviderFactory] = {
-    "scripted": lambda p, f: ScriptedProvider(p.model, p.prices, f, p.max_retries),
-    **{name: (lambda p, f, cls=cls: cls.from_profile(p)) for name, cls in ADAPTERS.items()},
-}
-
-
-def key_env_of(prof: RuntimeProfile) -> str | None:
-    """The environment variable a run on `prof` reads its API key from: the profile's
-    `api_key_env`, else the adapter's default (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...);
-    None when the provider needs no key (scripted, local, a compatible server)."""
-    adapter = ADAPTERS.get(prof.provider)
-    return adapter.key_env_of(prof) if adapter else prof.api_key_env
-
-
-def unknown_provider(file: str, prof: RuntimeProfile) -> Problem | None:
-    """The problem with a profile naming a provider this build does not have, else None."""
-    if prof.provider in PROVIDERS:
-        return None
-    return Problem(file, f"profiles.{prof.name}.provider", f"unknown provider {prof.provider!r}; "
-                   f"available in this build: {', '.join(sorted(PROVIDERS))}")
 
 
 class Runtime:
@@ -78,6 +56,8 @@ class Runtime:
         self.schemas, self.agents, self.skills, self.tools, self.hooks = (
             schemas, agents, skills, tools, hooks)
         self.faults = faults
+        self.record_to: Path | None = None
+        """A cassette file every answered model call is added to (`agentos run --record`)."""
         self.store = JsonlEventStore(workspace.sessions, profile.durability)
         self._next_n: int | None = None
 
@@ -100,8 +80,9 @@ class Runtime:
         except KeyError as exc:
             raise ContractError([Problem(config.file, "profile", exc.args[0])]) from None
         problem = unknown_provider(config.file, prof)
-        if problem:
-            raise ContractError([problem])
+        prof, bad_cassette = cassette_problem(config.file, prof, ws.root)
+        if problem or bad_cassette:
+            raise ContractError([p for p in (problem, bad_cassette) if p])
         agents_dir = ws.contract_dir("agents")
         agents = load_agents(agents_dir, schemas, ws.shown(agents_dir))
         skills = discover([ws.contract_dir(r) if r == "skills" else ws.root / r
@@ -170,6 +151,8 @@ class Runtime:
         try:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
+            if self.record_to is not None:
+                provider = Recording(provider, self.record_to, log.redact)
         except BaseException:
             log.close()  # no session to hand back: give up its claim
             raise

@@ -53,6 +53,8 @@ class RuntimeProfile:
     """Environment variable holding the API key (never the key itself)."""
     base_url: str | None = None
     """Endpoint for OpenAI-compatible servers."""
+    cassette: str | None = None
+    """With `provider: cassette`: the cassette file replayed (relative to the workspace)."""
     prices: dict[str, float] = field(default_factory=dict)
     """input_per_mtok / output_per_mtok in USD."""
     agents: dict[str, str] = field(default_factory=dict)

@@ -47,12 +47,13 @@ def validate(path: Path | None = None, profile: str | None = None) -> Validation
     return Validation(ws, problems, warnings)
 
 
-def profile_findings(config: WorkspaceConfig, selected: str | None
+def profile_findings(config: WorkspaceConfig, selected: str | None, root: Path
                      ) -> tuple[list[Problem], list[Problem]]:
     """(problems, warnings) about the profiles: an unknown provider or selected profile is a
-    problem; an API key variable that is not set is a problem for the selected profile (the
-    run would fail at its first model call) and a warning for every other profile."""
-    from .kernel import key_env_of, unknown_provider  # the composition root knows the providers
+    problem; an API key variable that is not set, or a cassette file that is missing or
+    unreadable, is a problem for the selected profile (the run would fail) and a warning
+    for every other profile."""
+    from .kernel import cassette_problem, key_env_of, unknown_provider  # the composition root
 
     selected = selected or config.default_profile
     problems = [p for prof in config.profiles.values() if (p := unknown_provider(config.file, prof))]
@@ -61,6 +62,9 @@ def profile_findings(config: WorkspaceConfig, selected: str | None
         problems.append(Problem(config.file, "profile", f"no profile {selected!r}; known: "
                                 f"{', '.join(sorted(config.profiles))}"))
     for prof in config.profiles.values():
+        bad = cassette_problem(config.file, prof, root)[1]
+        if bad is not None:
+            (problems if prof.name == selected else warnings).append(bad)
         env = key_env_of(prof)
         if not env or os.environ.get(env):
             continue
@@ -109,7 +113,7 @@ def _contracts(ws: Workspace, profile: str | None, warnings: list[Problem]) -> l
                                         f"{', '.join(sorted(known_tools))}); a call to it would be "
                                         "TOOL_NOT_FOUND"))
     if config is not None:
-        found, warned = profile_findings(config, profile)
+        found, warned = profile_findings(config, profile, ws.root)
         problems += found
         warnings += warned
         for i, entry in enumerate(config.hooks):

@@ -19,7 +19,8 @@ TOP = ("jupyter", "labs", "cli")
 ON_TOP = {"cli.py", "cli_log.py", "testing.py"}
 # `%load_ext agentos_kernel` must find its entry point in the package's __init__.
 ENTRY_POINTS = {"__init__.py": {"jupyter.magics"}}
-CONCRETE = {"scripted", "anthropic", "openai_compat", "gemini", "cassette"}
+CONCRETE = {"scripted", "anthropic", "openai_compat", "gemini", "cassette", "cassette_file",
+            "registry"}
 MAY_WIRE_PROVIDERS = {"kernel.py", "rerun.py"}
 
 
@@ -71,4 +72,4 @@ def test_the_import_scanner_sees_relative_and_nested_imports() -> None:
     # The rules above are only as good as `imported`: check it on the shapes used in the package.
     assert "errors" in imported(PACKAGE / "workflows" / "engine.py")  # from ..errors import ...
     assert "labs.commands" in imported(PACKAGE / "cli.py")
-    assert "providers.scripted" in imported(PACKAGE / "kernel.py")
+    assert "providers.registry" in imported(PACKAGE / "kernel.py")

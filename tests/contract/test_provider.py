@@ -27,6 +27,7 @@ from agentos_kernel.providers.base import (
     Usage,
     complete_with_retries,
 )
+from agentos_kernel.providers.cassette_file import CassetteFile, request_sha256
 from agentos_kernel.providers.faults import Fault, FaultPlan
 from agentos_kernel.providers.gemini import GeminiProvider
 from agentos_kernel.providers.openai_compat import LocalProvider, OpenAICompatProvider, OpenAIProvider
@@ -109,6 +110,27 @@ def _local() -> ProviderUnderTest:
                                                   max_retries=2, sleep=sleep), 500)
 
 
+def _cassette() -> ProviderUnderTest:
+    """Replays calls recorded from the scripted provider: "flaky" ones were recorded from a
+    provider that needed 3 attempts (the cassette says so), "down" is an empty cassette."""
+
+    def make(condition: str) -> Provider:
+        if condition == "down":
+            return CassetteFile("empty.json", calls=[])
+        plan = (FaultPlan("flaky", (Fault("provider_error", None, 2),)) if condition == "flaky"
+                else None)
+        calls = []
+        for req in requests(SchemaRegistry.load(reference_dir() / "schemas")):
+            if plan is not None:
+                plan = FaultPlan("flaky", plan.faults)  # two transient faults before each answer
+            got = ScriptedProvider("scripted-1", None, plan, max_retries=2).complete(req).value
+            calls.append({"request_sha256": request_sha256(req), "request": req.to_dict(),
+                          "response": {**got.to_dict(), "attempts": got.attempts}})
+        return CassetteFile(f"{condition}.json", calls=calls)
+
+    return ProviderUnderTest(make, transient=2)
+
+
 TEST_KEY_ENV = "AGENTOS_TEST_CONTRACT_KEY"
 
 
@@ -131,6 +153,7 @@ PROVIDERS: dict[str, Callable[[], ProviderUnderTest]] = {
     "openai": _openai,
     "gemini": _gemini,
     "local": _local,
+    "cassette": _cassette,
 }
 
 
