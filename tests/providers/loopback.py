@@ -87,6 +87,10 @@ class Loopback:
         if path.endswith("/chat/completions"):
             return 200, openai_answer(body)
         if path.endswith("/v1/messages"):
+            problem = anthropic_violation(body)
+            if problem:  # what the Messages API answers to a broken conversation
+                return 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                        "message": problem}}
             return 200, anthropic_answer(body)
         if path.endswith(":generateContent"):
             return 200, gemini_answer(body, path.rsplit("/", 1)[-1].split(":")[0])
@@ -309,3 +313,29 @@ def _json_schema(node: Any) -> Any:
     if isinstance(node, list):
         return [_json_schema(v) for v in node]
     return node
+
+
+def anthropic_violation(body: dict[str, Any]) -> str | None:
+    """The Messages API's rule for tool use, as it enforces it: turns alternate user and
+    assistant starting with user; every tool_result block answers a tool_use block of the
+    assistant turn just before it, and every tool_use is answered in the next user turn."""
+    messages = body.get("messages") or []
+    for i, m in enumerate(messages):
+        if m.get("role") != ("user" if i % 2 == 0 else "assistant"):
+            return f"messages.{i}: roles must alternate between user and assistant, starting with user"
+        blocks = m["content"] if isinstance(m["content"], list) else []
+        results = {b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"}
+        prev = messages[i - 1]["content"] if i else []
+        asked = {b["id"] for b in prev if isinstance(prev, list) and b.get("type") == "tool_use"}
+        if results - asked:
+            return (f"messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{sorted(results - asked)}. Each `tool_result` block must have a corresponding "
+                    "`tool_use` block in the previous message.")
+        uses = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+        nxt = messages[i + 1]["content"] if i + 1 < len(messages) else None
+        answered = ({b.get("tool_use_id") for b in nxt if isinstance(b, dict)}
+                    if isinstance(nxt, list) else set())
+        if uses and nxt is not None and uses - answered:
+            return (f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks "
+                    f"immediately after: {sorted(uses - answered)}")
+    return None
