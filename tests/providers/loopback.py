@@ -80,10 +80,13 @@ class Loopback:
             if self.replies:
                 return self.replies.pop(0)
             if self.echo:
-                users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+                users = [m for m in body.get("messages", body.get("contents", []))
+                         if m.get("role") == "user"]
                 return self.echo, {"error": {"authorization": headers.get("authorization"),
                                              "x-api-key": headers.get("x-api-key"),
-                                             "user": users[-1]["content"] if users else None}}
+                                             "x-goog-api-key": headers.get("x-goog-api-key"),
+                                             "user": (users[-1].get("content") or users[-1].get("parts"))
+                                             if users else None}}
         if path.endswith("/chat/completions"):
             return 200, openai_answer(body)
         if path.endswith("/v1/messages"):
