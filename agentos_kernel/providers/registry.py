@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import Problem
 from ..profile import RuntimeProfile
+from ..workspace import reference_dir
 from ._http import HttpAdapter
 from .anthropic import AnthropicProvider
 from .base import Provider
@@ -35,7 +36,8 @@ PROVIDERS: dict[str, ProviderFactory] = {
 
 def cassette_problem(file: str, prof: RuntimeProfile, root: Path) -> tuple[RuntimeProfile, Problem | None]:
     """A `provider: cassette` profile with its cassette path made absolute (relative to the
-    workspace root), and the problem with it if the file is missing or unreadable."""
+    workspace root, else the reference workspace's copy), and the problem with it if the
+    file is missing or unreadable."""
     if prof.provider != "cassette":
         return prof, None
     where = f"profiles.{prof.name}.cassette"
@@ -43,6 +45,9 @@ def cassette_problem(file: str, prof: RuntimeProfile, root: Path) -> tuple[Runti
         return prof, Problem(file, where, "provider cassette needs `cassette: <file>` (a file "
                              "written by `agentos run --profile <real profile> --record <file>`)")
     path = Path(prof.cassette) if Path(prof.cassette).is_absolute() else root / prof.cassette
+    shipped = reference_dir() / prof.cassette
+    if not path.exists() and not Path(prof.cassette).is_absolute() and shipped.is_file():
+        path = shipped  # a cassette shipped with the reference workspace (cassettes/*.json)
     prof = replace(prof, cassette=str(path))
     try:
         CassetteFile(path)

@@ -49,14 +49,14 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_init_ships_the_four_examples_and_they_load(workspace: Path) -> None:
     examples = uncomment_examples(workspace / "agentos.yaml")
-    assert set(examples) == {"anthropic", "openai", "gemini", "local"}
+    assert set(examples) == {"anthropic", "openai", "gemini", "local", "anthropic-offline"}
     config = load_config(workspace / "agentos.yaml", SchemaRegistry.load(reference_dir() / "schemas"))
     envs = {name: key_env_of(config.profile(name)) for name in examples}
     assert envs == {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY",
-                    "gemini": "GEMINI_API_KEY", "local": None}
+                    "gemini": "GEMINI_API_KEY", "local": None, "anthropic-offline": None}
     for name, body in examples.items():
-        assert body["model"] and body["provider"] == name
-        assert ("api_key_env" in body) == (name != "local")
+        assert body["model"] and body["provider"] == name.replace("anthropic-offline", "cassette")
+        assert ("api_key_env" in body) == (name in ("anthropic", "openai", "gemini"))
 
 
 def test_validate_an_unset_key_is_a_warning_unless_that_profile_is_run(
