@@ -256,8 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check every contract file of a workspace (file: field: problem)")
     p.add_argument("path", nargs="?", help="workspace directory (default: as --workspace)")
     p.add_argument("--profile", help="the profile you will run (default: default_profile): its API "
-                                     "key variable must be set; for the other profiles an unset "
-                                     "key is a warning line")
+                                     "key variable must be set (and its cassette readable); for "
+                                     "the other profiles either is a warning line")
     p.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("init", help="create a fresh workspace with the reference contracts")
