@@ -1,127 +1,24 @@
-"""The one place the HTTP adapters touch the network: POST JSON with urllib, map every
-transport outcome to a ProviderFault (or TimeoutError) so `complete_with_retries` decides
-about retries, and hand back plain dicts only (no urllib object leaves this module)."""
+"""What the HTTP adapters share: the key read from the env var the profile names at call
+time, retries inside the adapter, redacted errors, and the v1 tool-message helpers. The
+wire itself is _transport.py (no http.client object leaves it)."""
 
 from __future__ import annotations
 
-import email.utils
-import http.client
 import json
 import os
 import time
-import urllib.error
-import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import DomainError, Err, ErrorCode, Result
-from ..redaction import Redactor, redact
+from ..redaction import Redactor
+from ._transport import MAX_ANSWER_BYTES, Connections, post_json, retry_after
 from .base import CompletionRequest, CompletionResponse, ProviderFault, complete_with_retries
 
 if TYPE_CHECKING:
     from ..profile import RuntimeProfile
-
-_SNIPPET = 300  # enough of an error body to act on, short enough for an event
-MAX_ANSWER_BYTES = 32 << 20
-"""A model answer larger than this is refused (a completion is kilobytes)."""
-
-
-def post_json(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float,
-              *, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
-    """POST `body` as JSON and return the decoded JSON object.
-
-    429 and 5xx are retryable (rate limits and overloads pass); other 4xx are not (the same
-    request would fail again). Connection errors are retryable; timeouts raise TimeoutError,
-    which the retry helper counts as transient. Messages are redacted: the key must never
-    reach a log through an echoed header or body."""
-    if not url.startswith(("http://", "https://")):
-        # urllib would also open file:// and ftp:// URLs; a profile typo must not read files.
-        raise ProviderFault(f"base_url must be http(s): {url}", retryable=False)
-    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    req = urllib.request.Request(url, data=data, method="POST",
-                                 headers={"content-type": "application/json", **headers})
-    try:
-        deadline = time.monotonic() + timeout_s
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            raw = _body(resp, url, deadline, timeout_s)
-    except urllib.error.HTTPError as exc:
-        status = exc.code
-        after = retry_after(exc.headers.get("retry-after") if exc.headers else None)
-        text = _read(exc)
-        retryable = status == 429 or status >= 500
-        raise ProviderFault(redact(f"HTTP {status} from {url}: {text}", secrets),
-                            retryable=retryable, retry_after=after) from None
-    except TimeoutError:
-        raise TimeoutError(f"no answer from {url} within {timeout_s}s") from None
-    except http.client.HTTPException as exc:
-        # A body cut short (IncompleteRead), a garbled status line: the connection broke
-        # mid-answer, which the next attempt may not repeat.
-        raise ProviderFault(f"broken answer from {url}: {type(exc).__name__}",
-                            retryable=True) from None
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            raise TimeoutError(f"no answer from {url} within {timeout_s}s") from None
-        raise ProviderFault(f"cannot reach {url}: {exc.reason}", retryable=True) from None
-    except (ConnectionError, OSError) as exc:  # reset mid-read: the next attempt may work
-        raise ProviderFault(f"connection to {url} failed: {exc}", retryable=True) from None
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        # A 200 with a non-JSON body is usually a proxy or gateway page: worth one more try.
-        raise ProviderFault(redact(f"non-JSON answer from {url}: {raw[:_SNIPPET]!r}", secrets),
-                            retryable=True) from None
-    if not isinstance(doc, dict):
-        raise ProviderFault(f"answer from {url} is not a JSON object", retryable=False)
-    return doc
-
-
-def _body(resp: Any, url: str, deadline: float, timeout_s: float) -> bytes:
-    """The whole answer within `timeout_s` of the request (the socket timeout alone bounds
-    each read, so a server dripping bytes could hold a call forever) and at most
-    MAX_ANSWER_BYTES (a runaway answer is refused, not buffered)."""
-    chunks, size = [], 0
-    while chunk := resp.read1(65536):
-        size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
-            raise ProviderFault(f"answer from {url} is larger than {MAX_ANSWER_BYTES} bytes",
-                                retryable=False)
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"answer from {url} took longer than {timeout_s}s")
-        chunks.append(chunk)
-    if getattr(resp, "length", None):  # content-length promised more: the connection broke
-        raise ProviderFault(f"answer from {url} was cut short ({size} bytes, "
-                            f"{resp.length} missing)", retryable=True)
-    return b"".join(chunks)
-
-
-def retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None if absent or
-    unreadable (then the adapter's own backoff applies)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _read(exc: urllib.error.HTTPError) -> str:
-    try:
-        return exc.read()[:_SNIPPET].decode("utf-8", "replace")
-    except OSError:
-        return "(no body)"
-    finally:
-        exc.close()
-
 
 def cost(prices: dict[str, float], input_tokens: int, output_tokens: int) -> float:
     """USD from the profile's price table; 0.0 when it names no prices (no guessed rates)."""
@@ -177,6 +74,8 @@ class HttpAdapter(ABC):
         self.prices = dict(prices or {})
         self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
         self.redact_patterns = redact_patterns
+        self.connections = Connections()
+        """Kept-alive connections to the endpoint, reused across this adapter's calls."""
 
     @classmethod
     def key_env_default(cls, base_url: str | None) -> str | None:
@@ -211,7 +110,7 @@ class HttpAdapter(ABC):
 
         def attempt(req: CompletionRequest) -> CompletionResponse:
             doc = post_json(self.endpoint(req), self.to_wire(req), headers, self.timeout_s,
-                            secrets=secrets)
+                            secrets=secrets, pool=self.connections)
             return self.from_wire(doc, req)
 
         got = complete_with_retries(attempt, request, max_retries=self.max_retries,
@@ -236,3 +135,7 @@ class HttpAdapter(ABC):
     @abstractmethod
     def from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
         """This API's answer as a v1 CompletionResponse; ProviderFault when it is malformed."""
+
+
+__all__ = ["MAX_ANSWER_BYTES", "HttpAdapter", "assistant_tool_calls", "cost", "post_json",
+           "retry_after", "tool_message"]

@@ -42,6 +42,9 @@ class Reply:
     """Send the body one byte at a time, this long apart (a server that never quite stops)."""
     raw: bytes | None = None
     """Send these bytes instead of an HTTP response, then hang up (a garbled answer)."""
+    hang_up: bool = False
+    """Close the connection after this answer without saying so (an idle keep-alive
+    connection the server dropped): the client finds out on its next request."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    peer: int = 0
+    """The client's port: the same port twice is one connection reused."""
 
 
 @dataclass
@@ -66,10 +71,10 @@ class Loopback:
     _seen: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]
+    def answer(self, path: str, headers: dict[str, str], body: dict[str, Any], peer: int = 0
                ) -> tuple[int, Any] | Reply:
         with self.lock:
-            self.requests.append(Recorded(path, headers, body))
+            self.requests.append(Recorded(path, headers, body, peer))
             if len(self.requests) > MAX_REQUESTS:
                 return 400, {"error": "loopback request budget exhausted"}
             prefix = "/" + path.strip("/").split("/")[0]
@@ -102,6 +107,7 @@ class Loopback:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive, as real APIs do: adapters reuse connections
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
@@ -111,7 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = {"_raw": raw.decode("utf-8", "replace")}
         got = self.server.loopback.answer(
-            self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            self.path, {k.lower(): v for k, v in self.headers.items()}, body, self.client_address[1])
         reply = got if isinstance(got, Reply) else Reply(*got)
         if reply.delay_s:
             time.sleep(reply.delay_s)
@@ -140,6 +146,8 @@ class _Handler(BaseHTTPRequestHandler):
                     time.sleep(reply.drip_s)
                 return
             self.wfile.write(data)
+            if reply.hang_up:
+                self.close_connection = True
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up first (a timeout under test): nothing to answer
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_a: object, **_k: object) -> None:
         raise AssertionError("a cassette replay tried a live call")
 
-    monkeypatch.setattr("urllib.request.urlopen", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)  # no connection of any kind
 
 
 def _record(ws: Path, cli: Cli, server: Loopback, provider: str = "anthropic") -> tuple[Path, list]:

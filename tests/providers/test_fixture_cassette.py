@@ -6,6 +6,7 @@ network and no key, with the scripted run's event sequence."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def test_the_offline_example_replays_the_shipped_cassette(workspace: Path,
     def refuse(*_a: object, **_k: object) -> None:
         raise AssertionError("a cassette replay tried a live call")
 
-    monkeypatch.setattr("urllib.request.urlopen", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)  # no connection of any kind
     rt = Runtime.from_workspace(workspace, profile="anthropic-offline")
     run = finish(rt, rt.handle_user_request(CANONICAL))
     assert run.ok, f"{run.result}; if agents/, skills/ or a request's shape changed, {RERECORD}"

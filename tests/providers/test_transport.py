@@ -1,0 +1,80 @@
+"""The adapters' transport (issue 10): one kept-alive connection reused across calls, a
+connection the server dropped while idle replaced without costing an attempt, and a short
+connect timeout beside the profile's read timeout."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from agentos_kernel import Ok
+from agentos_kernel.providers._transport import CONNECT_TIMEOUT_S
+from agentos_kernel.providers.base import CompletionRequest
+from agentos_kernel.providers.openai_compat import LocalProvider
+
+from .loopback import Loopback, Reply, loopback_server
+
+HELLO = CompletionRequest(
+    ({"role": "system", "content": "Be brief.\n\nRespond with JSON matching the schema `lead_directive_v1`."},
+     {"role": "user", "content": json.dumps({"prompt": "hello"})}), "scripted-1")
+
+
+@pytest.fixture
+def server() -> Iterator[Loopback]:
+    with loopback_server() as srv:
+        yield srv
+
+
+def test_calls_reuse_one_connection(server: Loopback) -> None:
+    provider = LocalProvider("scripted-1", base_url=server.url + "/v1")
+    for _ in range(4):
+        assert isinstance(provider.complete(HELLO), Ok)
+    assert len({r.peer for r in server.requests}) == 1 and len(server.requests) == 4
+    other = LocalProvider("scripted-1", base_url=server.url + "/v1")
+    assert isinstance(other.complete(HELLO), Ok)
+    assert server.requests[-1].peer != server.requests[0].peer  # each adapter its own
+
+
+def test_an_error_answer_keeps_the_connection(server: Loopback) -> None:
+    server.replies.append((503, {"error": "busy"}))
+    provider = LocalProvider("scripted-1", base_url=server.url + "/v1", sleep=lambda s: None)
+    got = provider.complete(HELLO)
+    assert isinstance(got, Ok) and got.value.attempts == 2
+    assert len({r.peer for r in server.requests}) == 1
+
+
+def test_a_connection_dropped_while_idle_is_replaced_without_an_attempt(server: Loopback) -> None:
+    provider = LocalProvider("scripted-1", base_url=server.url + "/v1", max_retries=0)
+    answer = {"choices": [{"message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}],
+              "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+    server.replies.append(Reply(200, answer, hang_up=True))
+    assert isinstance(provider.complete(HELLO), Ok)
+    got = provider.complete(HELLO)  # its kept connection is closed: a fresh one, same attempt
+    assert isinstance(got, Ok) and got.value.attempts == 1
+    assert len(server.requests) == 2 and server.requests[0].peer != server.requests[1].peer
+
+
+def test_connect_timeout_is_short_and_read_timeout_is_the_profiles(server: Loopback) -> None:
+    provider = LocalProvider("scripted-1", base_url=server.url + "/v1", timeout_s=90.0)
+    assert isinstance(provider.complete(HELLO), Ok)
+    (conn,) = provider.connections._held().values()
+    assert conn.timeout == CONNECT_TIMEOUT_S < 90.0
+    assert conn.sock.gettimeout() == 90.0
+    short = LocalProvider("scripted-1", base_url=server.url + "/v1", timeout_s=2.0)
+    assert isinstance(short.complete(HELLO), Ok)
+    (conn,) = short.connections._held().values()
+    assert conn.timeout == 2.0  # never longer than the call may take
+
+
+def test_the_environments_http_proxy_is_used(server: Loopback, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("http_proxy", server.url)
+    monkeypatch.setenv("no_proxy", "")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    # an unresolvable host: only the proxy can answer for it
+    provider = LocalProvider("scripted-1", base_url="http://models.invalid/v1", max_retries=0)
+    got = provider.complete(HELLO)
+    assert isinstance(got, Ok), got
+    assert server.requests[0].path == "http://models.invalid/v1/chat/completions"
+    assert server.requests[0].headers["host"] == "models.invalid"
