@@ -211,6 +211,9 @@ class Runtime:
             raise
         finally:
             log.close()
+            close = getattr(session.provider, "close", None)
+            if callable(close):  # an HTTP adapter's kept connections end with the session
+                close()
 
     def handle_user_request(self, prompt: str, *, session_id: str | None = None
                             ) -> Result[RunResult]:

@@ -120,6 +120,10 @@ class HttpAdapter(ABC):
             return Err(replace(got.error, message=redact(got.error.message)))
         return got
 
+    def close(self) -> None:
+        """Close the kept connections (the session is over; a later call opens a new one)."""
+        self.connections.close()
+
     def endpoint(self, request: CompletionRequest) -> str:
         """The URL this request is POSTed to (Gemini names the model in it)."""
         return self.url

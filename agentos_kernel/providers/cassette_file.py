@@ -111,6 +111,12 @@ class Recording:
             self._write()
         return got
 
+    def close(self) -> None:
+        """Close the wrapped provider's connections, if it keeps any."""
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = json.dumps({"format": FORMAT, "calls": self.calls}, indent=1, ensure_ascii=False)

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from agentos_kernel import Ok
+from agentos_kernel import Ok, Runtime
 from agentos_kernel.providers._transport import CONNECT_TIMEOUT_S
 from agentos_kernel.providers.base import CompletionRequest
 from agentos_kernel.providers.openai_compat import LocalProvider
 
+from ..helpers import CANONICAL
 from .loopback import Loopback, Reply, loopback_server
+from .wire import add_real_profile
 
 HELLO = CompletionRequest(
     ({"role": "system", "content": "Be brief.\n\nRespond with JSON matching the schema `lead_directive_v1`."},
@@ -78,3 +81,12 @@ def test_the_environments_http_proxy_is_used(server: Loopback, monkeypatch: pyte
     assert isinstance(got, Ok), got
     assert server.requests[0].path == "http://models.invalid/v1/chat/completions"
     assert server.requests[0].headers["host"] == "models.invalid"
+
+
+def test_a_session_closes_its_adapters_connections(workspace: Path, server: Loopback) -> None:
+    rt = Runtime.from_workspace(workspace, profile=add_real_profile(workspace, "local", server.url))
+    session = rt.start_session(CANONICAL)
+    with rt.guarded(session):
+        assert isinstance(session.provider.complete(HELLO), Ok)
+        assert session.provider.connections._held()  # kept while the session runs
+    assert not session.provider.connections._held()
