@@ -117,7 +117,9 @@ def test_server_errors_are_retried_then_fail_closed(workspace: Path, server: Loo
     server.replies.extend([Reply(status, b"<html>upstream unavailable</html>")] * 3)
     run = wire.run()
     assert_provider_error(run, f"HTTP {status}")
-    assert len(server.requests) == 3 and wire.sleeps == [0.5, 1.0]
+    assert len(server.requests) == 3 and len(wire.sleeps) == 2
+    # exponential backoff (0.5 s, 1 s), jittered over the upper half of each wait
+    assert 0.25 <= wire.sleeps[0] <= 0.5 and 0.5 <= wire.sleeps[1] <= 1.0
 
 
 BODY = json.dumps(OPENAI_OK).encode()

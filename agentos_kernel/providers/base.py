@@ -126,6 +126,7 @@ def complete_with_retries(
     max_retries: int,
     backoff_s: float = 0.5,
     sleep: Callable[[float], None] = lambda s: None,
+    jitter: Callable[[float], float] = lambda w: w,
 ) -> Result[CompletionResponse]:
     """Run `attempt` up to 1 + max_retries times on retryable faults (TimeoutError counts),
     with exponential backoff, or the server's Retry-After when it asks for longer (up to
@@ -138,7 +139,8 @@ def complete_with_retries(
             resp = attempt(request)
         except (ProviderFault, TimeoutError) as exc:
             retryable = getattr(exc, "retryable", True)
-            wait = backoff_s * (2 ** (tries - 1))
+            # jittered, so clients throttled together do not retry together
+            wait = jitter(backoff_s * (2 ** (tries - 1)))
             asked = getattr(exc, "retry_after", None)
             why = "timed out" if isinstance(exc, TimeoutError) else str(exc)
             if retryable and tries <= max_retries and asked is not None:

@@ -90,3 +90,20 @@ def test_a_session_closes_its_adapters_connections(workspace: Path, server: Loop
         assert isinstance(session.provider.complete(HELLO), Ok)
         assert session.provider.connections._held()  # kept while the session runs
     assert not session.provider.connections._held()
+
+
+def test_backoff_is_jittered_and_retry_after_still_wins(server: Loopback) -> None:
+    slept: list[float] = []
+    provider = LocalProvider("scripted-1", base_url=server.url + "/v1", max_retries=3,
+                             sleep=slept.append)
+    server.replies.extend([(503, {"error": "busy"})] * 2 + [Reply(429, {"error": "slow"},
+                                                                  headers={"retry-after": "3"})])
+    assert isinstance(provider.complete(HELLO), Ok)
+    assert 0.25 <= slept[0] <= 0.5 and 0.5 <= slept[1] <= 1.0 and slept[2] == 3.0
+    waits = set()
+    for _ in range(5):
+        server.replies.append((503, {"error": "busy"}))
+        slept.clear()
+        provider.complete(HELLO)
+        waits.add(slept[0])
+    assert len(waits) > 1  # spread, not one fixed delay for every client
