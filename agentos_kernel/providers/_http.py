@@ -21,7 +21,7 @@ from .base import CompletionRequest, CompletionResponse, ProviderFault, complete
 if TYPE_CHECKING:
     from ..profile import RuntimeProfile
 
-def full_jitter(wait: float) -> float:
+def equal_jitter(wait: float) -> float:
     """A backoff wait spread over its upper half (Retry-After, when longer, still wins)."""
     return wait * random.uniform(0.5, 1.0)
 
@@ -120,7 +120,7 @@ class HttpAdapter(ABC):
             return self.from_wire(doc, req)
 
         got = complete_with_retries(attempt, request, max_retries=self.max_retries,
-                                    sleep=self._sleep, jitter=full_jitter)
+                                    sleep=self._sleep, jitter=equal_jitter)
         if isinstance(got, Err):  # an answer may echo the key or the prompt: redact it all
             redact = Redactor.of(secrets, self.redact_patterns)
             return Err(replace(got.error, message=redact(got.error.message)))
