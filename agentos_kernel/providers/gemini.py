@@ -32,6 +32,13 @@ class GeminiProvider(HttpAdapter):
     path = "/v1beta/models"
     default_key_env = "GEMINI_API_KEY"
 
+    def __init__(self, model: str, **kw: Any) -> None:
+        super().__init__(model, **kw)
+        self.signatures: dict[str, str] = {}
+        """Call id -> the thoughtSignature its functionCall part came with. Gemini 3 models
+        refuse a conversation whose functionCall parts lost theirs (HTTP 400), and the v1
+        messages have no place for it, so the adapter keeps it for the session."""
+
     def endpoint(self, request: CompletionRequest) -> str:
         return f"{self.url}/{request.model}:generateContent"
 
@@ -39,7 +46,7 @@ class GeminiProvider(HttpAdapter):
         return {"x-goog-api-key": key} if key else {}
 
     def to_wire(self, request: CompletionRequest) -> dict[str, Any]:
-        return to_wire(request)
+        return to_wire(request, self.signatures)
 
     def from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
         usage = doc.get("usageMetadata") or {}
@@ -60,6 +67,10 @@ class GeminiProvider(HttpAdapter):
         text = "".join(p.get("text", "") for p in parts if isinstance(p, dict) and not p.get("thought"))
         calls = tuple(_call(p["functionCall"], i, request) for i, p in enumerate(parts)
                       if isinstance(p, dict) and "functionCall" in p)
+        fc_parts = [p for p in parts if isinstance(p, dict) and "functionCall" in p]
+        for call, part in zip(calls, fc_parts, strict=True):
+            if isinstance(part.get("thoughtSignature"), str):
+                self.signatures[call.id] = part["thoughtSignature"]
         reason = "tool_use" if calls else FINISH.get(first.get("finishReason") or "STOP", "stop")
         return CompletionResponse(text=text, tool_calls=calls, finish_reason=reason,
                                   usage=Usage(tin, tout, cost(self.prices, tin, tout)), model=model)
@@ -78,15 +89,16 @@ def _call(fc: Any, index: int, request: CompletionRequest) -> ToolCall:
     return ToolCall(str(call_id), str(fc["name"]), args)
 
 
-def to_wire(request: CompletionRequest) -> dict[str, Any]:
-    """completion_request_v1 -> a generateContent request body."""
+def to_wire(request: CompletionRequest, signatures: dict[str, str] | None = None) -> dict[str, Any]:
+    """completion_request_v1 -> a generateContent request body; `signatures` are the
+    thoughtSignatures of earlier function calls, by call id, sent back with them."""
     system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
     names: dict[str, str] = {}
     contents: list[dict[str, Any]] = []
     for m in request.messages:
         if m["role"] == "system":
             continue
-        turn = _turn(m, names)
+        turn = _turn(m, names, signatures or {})
         if contents and contents[-1]["role"] == turn["role"]:  # keep user/model alternating
             contents[-1]["parts"] += turn["parts"]
         else:
@@ -112,7 +124,7 @@ def to_wire(request: CompletionRequest) -> dict[str, Any]:
     return body
 
 
-def _turn(m: dict[str, str], names: dict[str, str]) -> dict[str, Any]:
+def _turn(m: dict[str, str], names: dict[str, str], signatures: dict[str, str]) -> dict[str, Any]:
     role, content = m["role"], m["content"]
     if role == "tool":
         body = tool_message(content)
@@ -124,6 +136,8 @@ def _turn(m: dict[str, str], names: dict[str, str]) -> dict[str, Any]:
         if calls is not None:
             names.update({c["id"]: c["name"] for c in calls})
             return {"role": "model", "parts": [
-                {"functionCall": {"name": c["name"], "args": c.get("args", {})}} for c in calls]}
+                {"functionCall": {"name": c["name"], "args": c.get("args", {})},
+                 **({"thoughtSignature": signatures[c["id"]]} if c["id"] in signatures else {})}
+                for c in calls]}
         return {"role": "model", "parts": [{"text": content}]}
     return {"role": "user", "parts": [{"text": content}]}

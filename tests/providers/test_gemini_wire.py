@@ -123,3 +123,18 @@ def test_429_with_retry_after_is_retried(server: Loopback) -> None:
     provider._sleep = slept.append
     got = provider.complete(req(("user", "u")))
     assert isinstance(got, Ok) and got.value.attempts == 2 and slept == [1.0]
+
+
+def test_a_thought_signature_goes_back_with_its_function_call(server: Loopback) -> None:
+    provider = gemini(server)
+    server.replies.append((200, answer([{"functionCall": {"name": "echo", "args": {"text": "a"}},
+                                         "thoughtSignature": "c2lnLTE="}])))
+    first = provider.complete(req(("user", "u"), tools=(TOOL,))).value
+    (call,) = first.tool_calls
+    assert "c2lnLTE=" not in json.dumps(first.to_dict())  # never in the v1 response (the log)
+    server.replies.append((200, answer([{"text": "{}"}])))
+    turn = json.dumps({"tool_calls": [{"id": call.id, "name": "echo", "args": {"text": "a"}}]})
+    result = json.dumps({"id": call.id, "name": "echo", "result": {"text": "a"}})
+    provider.complete(req(("user", "u"), ("assistant", turn), ("tool", result), tools=(TOOL,)))
+    model_turn = server.requests[1].body["contents"][1]
+    assert model_turn["parts"][0]["thoughtSignature"] == "c2lnLTE="
