@@ -107,3 +107,23 @@ def test_backoff_is_jittered_and_retry_after_still_wins(server: Loopback) -> Non
         provider.complete(HELLO)
         waits.add(slept[0])
     assert len(waits) > 1  # spread, not one fixed delay for every client
+
+
+def _answer(text: str) -> dict:
+    return {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+
+
+def test_a_10_mb_answer_is_read_and_a_runaway_one_refused(server: Loopback,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    provider = LocalProvider("scripted-1", base_url=server.url + "/v1", max_retries=2)
+    big = "x" * (10 << 20)
+    server.replies.append((200, _answer(big)))
+    got = provider.complete(HELLO)
+    assert isinstance(got, Ok) and len(got.value.text) == 10 << 20
+    monkeypatch.setattr("agentos_kernel.providers._transport.MAX_ANSWER_BYTES", 1 << 20)
+    server.replies.append((200, _answer("y" * (2 << 20))))
+    refused = provider.complete(HELLO)
+    assert not isinstance(refused, Ok) and "larger than 1048576 bytes" in refused.error.message
+    assert refused.error.retryable is False and len(server.requests) == 2  # not retried
+    assert isinstance(provider.complete(HELLO), Ok)  # the connection given up, a new one works
