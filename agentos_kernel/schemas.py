@@ -9,14 +9,21 @@ Each schema file is loaded once and its validator compiled once, on first use, w
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
 
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
+
+# Bounds on a payload that fails its schema, checked before the validator describes the failure:
+# its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
+# be expanded in full, and a cycle or a value nested past the validator's limit raises.
+MAX_PAYLOAD_VALUES, MAX_PAYLOAD_DEPTH, MAX_VIOLATIONS = 200_000, 200, 100
 
 
 @dataclass(frozen=True)
@@ -30,7 +37,15 @@ class Violation:
 
 
 def _pointer(parts: Iterable[Any]) -> str:
-    return "/" + "/".join(str(p) for p in parts)
+    return "/" + "/".join(printable(str(p)) for p in parts)
+
+
+def printable(text: str) -> str:
+    """`text` with each character a terminal would not show escaped (`\\n`, `\\x00`), so a
+    key or value quoted in a message keeps it one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class SchemaRegistry:
@@ -111,13 +126,26 @@ class SchemaRegistry:
         return v
 
     def violations(self, payload: Any, schema_id: str) -> list[Violation]:
-        """Every violation of `schema_id` by `payload` (empty when valid). KeyError if unknown."""
+        """The violations of `schema_id` by `payload` (empty when valid; at most
+        MAX_VIOLATIONS). KeyError if the id is unknown. Never raises on the payload: a value
+        that is not JSON, nested too deeply, recursive or too large is one violation naming
+        where it is."""
         if schema_id not in self._schemas:
             raise KeyError(f"unknown schema id {schema_id!r}")
         v = self._validator(schema_id)
-        if v.is_valid(payload):
-            return []
-        found = [Violation(_pointer(e.instance_path), e.message) for e in v.iter_errors(payload)]
+        try:
+            if v.is_valid(payload):
+                return []
+        except ValueError:
+            pass  # not JSON (a date, bytes, an int key, a lone surrogate) or too deep: named below
+        odd = not_json(payload)
+        if odd is not None:
+            return [odd]
+        try:
+            found = [Violation(_pointer(e.instance_path), printable(e.message))
+                     for e in islice(v.iter_errors(payload), MAX_VIOLATIONS)]
+        except ValueError as exc:  # the validator's own limits, which not_json should pre-empt
+            found = [Violation("/", printable(f"cannot be checked: {exc}"))]
         return sorted(found, key=lambda x: (x.path, x.message))
 
     def validate(self, payload: Any, schema_id: str) -> Result[Any]:
@@ -157,6 +185,50 @@ class SchemaRegistry:
             return node
 
         return inline(self.schema(schema_id))
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def not_json(payload: Any, *, max_values: int = MAX_PAYLOAD_VALUES,
+             max_depth: int = MAX_PAYLOAD_DEPTH) -> Violation | None:
+    """The first place where `payload` is not a plain JSON value within the bounds (objects
+    with string keys, lists, strings, numbers, booleans, null; at most `max_values` values,
+    counting shared ones each time, and `max_depth` levels), else None. Walks at most
+    `max_values` steps, so a bomb or a cycle is named, never expanded."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(payload, ())]
+    seen = 0
+    while stack:
+        value, path = stack.pop()
+        seen += 1
+        if seen > max_values:
+            return Violation(_shown(path), f"the payload holds more than {max_values} values "
+                                             "(counting each use of a YAML alias); it is not checked")
+        if len(path) > max_depth:
+            return Violation(_shown(path), f"nested deeper than {max_depth} levels (or it contains itself)")
+        if isinstance(value, dict):
+            for k, item in value.items():
+                if not isinstance(k, str):
+                    return Violation(_shown(path), f"key {reprlib.repr(k)} ({type(k).__name__}) is not "
+                                                   "a string; JSON object keys are strings (quote it)")
+                stack.append((item, (*path, k)))
+        elif isinstance(value, list | tuple):
+            stack.extend((item, (*path, i)) for i, item in enumerate(value))
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return Violation(_shown(path), f"not valid Unicode text ({exc.reason} at "
+                                                 f"character {exc.start})")
+        elif not isinstance(value, _SCALARS):
+            return Violation(_shown(path), f"{reprlib.repr(value)} ({type(value).__name__}) is not a "
+                                           "JSON value (quote it to make it a string)")
+    return None
+
+
+def _shown(path: tuple[Any, ...]) -> str:
+    """A JSON pointer, shortened past 12 levels (a bomb's or a cycle's path is long)."""
+    return _pointer(path) if len(path) <= 12 else _pointer(path[:12]) + "/..."
 
 
 def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> Problem | None:
