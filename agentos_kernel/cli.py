@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from .kernel import Runtime
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
 from .trace import LAYERS, select, trace_lines
 from .validate import validate_workspace
-from .workspace import CONTRACT_DIRS, reference_dir
+from .workspace import InitError, create_workspace
 
 CANONICAL = "hello, greet Ada"
 EXIT_OK, EXIT_NOT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -203,17 +202,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_init(args: argparse.Namespace) -> int:
     dest = Path(args.dir)
-    if (dest / "agentos.yaml").exists():
-        raise UsageError(f"{dest / 'agentos.yaml'} already exists; init will not overwrite a workspace")
-    ref = reference_dir()
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in CONTRACT_DIRS:
-        if (ref / name).is_dir():
-            shutil.copytree(ref / name, dest / name, dirs_exist_ok=False,
-                            ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(ref / "agentos.yaml", dest / "agentos.yaml")
-    copied = ", ".join(n for n in CONTRACT_DIRS if (dest / n).is_dir())
-    print(f"created workspace {dest}: agentos.yaml, {copied}")
+    try:
+        copied = create_workspace(dest)
+    except InitError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"created workspace {dest}: agentos.yaml, {', '.join(copied)}")
     print(f"next: cd {dest} && agentos validate && agentos demo")
     return EXIT_OK
 
@@ -285,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("init", help="create a fresh workspace with the reference contracts")
-    p.add_argument("dir", help="directory to create (must not hold an agentos.yaml)")
+    p.add_argument("dir", help="directory to create: new or without agentos.yaml and contract dirs; "
+                                "not a symlink, not inside a workspace's sessions/")
     p.set_defaults(fn=cmd_init)
 
     from .labs.commands import add_commands  # audit, conform, lab, grade
