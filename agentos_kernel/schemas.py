@@ -9,7 +9,6 @@ Each schema file is loaded once and its validator compiled once, on first use, w
 from __future__ import annotations
 
 import json
-import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
@@ -19,6 +18,7 @@ from typing import Any
 import jsonschema_rs
 
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
+from .jsonshape import printable, shape_problem
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
@@ -38,14 +38,6 @@ class Violation:
 
 def _pointer(parts: Iterable[Any]) -> str:
     return "/" + "/".join(printable(str(p)) for p in parts)
-
-
-def printable(text: str) -> str:
-    """`text` with each character a terminal would not show escaped (`\\n`, `\\x00`), so a
-    key or value quoted in a message keeps it one line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class SchemaRegistry:
@@ -187,48 +179,12 @@ class SchemaRegistry:
         return inline(self.schema(schema_id))
 
 
-_SCALARS = (str, int, float, bool, type(None))
-
-
 def not_json(payload: Any, *, max_values: int = MAX_PAYLOAD_VALUES,
              max_depth: int = MAX_PAYLOAD_DEPTH) -> Violation | None:
-    """The first place where `payload` is not a plain JSON value within the bounds (objects
-    with string keys, lists, strings, numbers, booleans, null; at most `max_values` values,
-    counting shared ones each time, and `max_depth` levels), else None. Walks at most
-    `max_values` steps, so a bomb or a cycle is named, never expanded."""
-    stack: list[tuple[Any, tuple[Any, ...]]] = [(payload, ())]
-    seen = 0
-    while stack:
-        value, path = stack.pop()
-        seen += 1
-        if seen > max_values:
-            return Violation(_shown(path), f"the payload holds more than {max_values} values "
-                                             "(counting each use of a YAML alias); it is not checked")
-        if len(path) > max_depth:
-            return Violation(_shown(path), f"nested deeper than {max_depth} levels (or it contains itself)")
-        if isinstance(value, dict):
-            for k, item in value.items():
-                if not isinstance(k, str):
-                    return Violation(_shown(path), f"key {reprlib.repr(k)} ({type(k).__name__}) is not "
-                                                   "a string; JSON object keys are strings (quote it)")
-                stack.append((item, (*path, k)))
-        elif isinstance(value, list | tuple):
-            stack.extend((item, (*path, i)) for i, item in enumerate(value))
-        elif isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                return Violation(_shown(path), f"not valid Unicode text ({exc.reason} at "
-                                                 f"character {exc.start})")
-        elif not isinstance(value, _SCALARS):
-            return Violation(_shown(path), f"{reprlib.repr(value)} ({type(value).__name__}) is not a "
-                                           "JSON value (quote it to make it a string)")
-    return None
-
-
-def _shown(path: tuple[Any, ...]) -> str:
-    """A JSON pointer, shortened past 12 levels (a bomb's or a cycle's path is long)."""
-    return _pointer(path) if len(path) <= 12 else _pointer(path[:12]) + "/..."
+    """The first place where `payload` is not plain JSON within the bounds, as a Violation
+    (jsonshape.shape_problem); None when it is."""
+    found = shape_problem(payload, max_values=max_values, max_depth=max_depth)
+    return Violation(*found) if found else None
 
 
 def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> Problem | None:
