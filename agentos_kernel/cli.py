@@ -14,6 +14,7 @@ from pathlib import Path
 from . import __version__
 from .errors import ContractError, Err
 from .events import LogError, check_session_id
+from .jsonshape import printable
 from .kernel import Runtime
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
 from .trace import LAYERS, select, trace_lines
@@ -182,6 +183,11 @@ def cmd_run_scenarios(args: argparse.Namespace) -> int:
         runs = run_scenarios(args.log_dir, scenarios)
     except FileExistsError as exc:
         raise UsageError(str(exc)) from None
+    except (OSError, ValueError) as exc:  # LOG_DIR is a file, holds a NUL, is too long ...
+        if isinstance(exc, ContractError):
+            raise
+        raise UsageError(f"{str(args.log_dir)!r}: cannot write the logs there "
+                         f"({getattr(exc, 'strerror', None) or exc})") from None
     for r in runs:
         print(f"{r.id}: closed {'ok' if r.ok else 'not ok'} -> {r.log}")
     print(f"\nnext: agentos conform {args.log_dir}")
@@ -289,16 +295,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    if any(a.startswith("-") and a.endswith("=--") for a in argv or sys.argv[1:]):
+        # argparse (3.11) turns `--opt=--` into an empty list instead of the string "--"
+        parser.error("an option's value cannot be '--'; quote what you meant")
     args = parser.parse_args(argv)
     if getattr(args, "at", None) is not None and args.at < 0:
         parser.error("--at must be 0 or more")
     try:
         return args.fn(args)
     except (UsageError, ContractError, FaultPlanError, LogError) as exc:
-        print(f"agentos: error: {exc}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyError as exc:  # unknown session, profile, skill ... (the message names it)
-        print(f"agentos: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc.args[0] if exc.args else exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("agentos: interrupted; the session log was closed with reason 'interrupted'",

@@ -64,7 +64,12 @@ def find_workspace(explicit: Path | None = None, cwd: Path | None = None) -> Wor
     """Resolve a workspace; an explicit path without agentos.yaml is an error."""
     if explicit is not None:
         root = Path(explicit)
-        if not (root / CONFIG_NAME).is_file():
+        try:
+            found = (root / CONFIG_NAME).is_file()
+        except OSError as exc:  # a name no file system can hold (too long)
+            raise ContractError([Problem(_shown_arg(root), "-", f"cannot be a workspace "
+                                         f"({exc.strerror})")]) from None
+        if not found:
             raise ContractError([Problem(str(root / CONFIG_NAME), "-",
                                          "no agentos.yaml here; create a workspace with "
                                          f"`agentos init {root}`")])

@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..jsonshape import printable
+
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
@@ -60,7 +62,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
         grades = grade_all(args.dir, jobs=args.jobs, timeout=args.timeout or DEFAULT_TIMEOUT,
                            progress=progress)
     except (NoSubmissions, GradingUnavailable) as exc:
-        print(f"agentos: error: {exc}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except (OSError, ValueError) as exc:  # a path no file system can hold (too long, a NUL)
+        print(f"agentos: error: {str(args.dir)!r}: {getattr(exc, 'strerror', None) or exc}",
+              file=sys.stderr)
         return EXIT_USAGE
     for target, write in ((args.csv, lambda f: write_csv(grades, f)),
                           (args.html, lambda f: f.write(to_html(grades, f"Grades: {args.dir}")))):
