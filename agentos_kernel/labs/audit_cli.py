@@ -50,7 +50,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:  # a path no file system can hold (too long, a NUL)
         print(f"agentos: error: {args.path!r}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return EXIT_BAD_PATH
-    reports = [audit_log(p) for p in logs]
+    reports = [audit_log(p, root=args.path) for p in logs]  # a link out of PATH is not read
     bad = [r for r in reports if not r.ok]
     if args.json:
         print(json.dumps({"ok": not bad, "logs": [r.to_dict() for r in reports]}, indent=2,
