@@ -86,6 +86,11 @@ def discover(roots: list[Path], schemas: SchemaRegistry, base: Path | None = Non
                 skipped.append(loaded)
                 continue
             meta, body = loaded
+            if not _folder_safe(meta["name"]):
+                skipped.append(Problem(shown, "name", f"{meta['name']!r} cannot be a skill name: it "
+                                       "must be usable as its folder name (no '/', '\\', '..', "
+                                       "control characters)"))
+                continue
             if meta["name"] in skills:
                 skipped.append(Problem(shown, "name", f"skill {meta['name']!r} is already "
                                        f"registered from {skills[meta['name']].file}"))
@@ -96,6 +101,12 @@ def discover(roots: list[Path], schemas: SchemaRegistry, base: Path | None = Non
                 allowed_tools=tuple(meta.get("allowed-tools") or ()),
                 file=shown, body=body, version=meta.get("version"))
     return SkillRegistry(skills, tuple(skipped))
+
+
+def _folder_safe(name: str) -> bool:
+    """A name that is one path component (skills/<name>/ is where %%skill writes it)."""
+    return (bool(name) and name.isprintable() and name not in (".", "..")
+            and not any(c in name for c in "/\\") and len(name.encode()) <= 255)
 
 
 def _shown(path: Path, base: Path | None) -> str:
