@@ -9,6 +9,7 @@ directory outside the root is neither written (its listing and bytes are compare
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,6 +219,34 @@ def test_a_planted_temp_file_link_does_not_redirect_a_write(ctx: ToolContext, ou
     got = write_file({"path": "notes.md", "content": "mine", "claim": _claim()}, ctx)
     assert not isinstance(got, Err)
     assert (ctx.workspace / "notes.md").read_text() == "mine" and outside.untouched()
+
+
+def _finishes(fn: Any, seconds: float = 20) -> Any:
+    """fn() run in a thread; fails (instead of hanging the suite) if it blocks."""
+    import threading
+
+    box: list[Any] = []
+    t = threading.Thread(target=lambda: box.append(fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), "blocked (a FIFO opened for reading?)"
+    return box[0]
+
+
+def test_a_fifo_is_refused_by_the_file_tools_not_waited_on(ctx: ToolContext) -> None:
+    os.mkfifo(ctx.workspace / "pipe")
+    for got in (_finishes(lambda: read_file({"path": "pipe"}, ctx)),
+                _finishes(lambda: write_file({"path": "pipe", "content": "x", "claim": _claim()}, ctx))):
+        assert isinstance(got, Err) and got.error.code == ErrorCode.TOOL_ERROR
+        assert "'pipe'" in got.error.message
+
+
+def test_a_fifo_skill_md_is_skipped_not_waited_on(workspace: Path) -> None:
+    (workspace / "skills" / "pipe").mkdir()
+    os.mkfifo(workspace / "skills" / "pipe" / "SKILL.md")
+    rt = _finishes(lambda: Runtime.from_workspace(workspace))
+    (problem,) = rt.skills.skipped
+    assert problem.file == "skills/pipe/SKILL.md" and "not a regular file" in problem.message
 
 
 def test_list_dir_leaves_out_links_that_lead_out(ctx: ToolContext) -> None:
