@@ -2,8 +2,8 @@
 
 The YAML is read with `yaml.SafeLoader` (no `!!python/...` tags) inside bounds, because a
 contract file may come from anyone (a student's submission, a downloaded skill): at most
-MAX_FILE_BYTES per file and MAX_YAML_CHARS of frontmatter (PyYAML reads ~0.3 MB/s and is
-quadratic in flow nesting), MAX_YAML_DEPTH levels (its composer recurses per level), and
+MAX_FILE_BYTES per file and MAX_YAML_CHARS of frontmatter (PyYAML reads about 1 MB/s),
+MAX_YAML_DEPTH levels (its composer recurses per level: refused as it gets there), and
 a result that is plain JSON within `schemas.not_json`'s bounds (an alias bomb — 9 aliases
 of 9 aliases ... — is refused before anything expands it; so are dates, binary and
 non-string keys, which no JSON schema can check).
@@ -12,7 +12,6 @@ non-string keys, which no JSON schema can check).
 from __future__ import annotations
 
 import os
-import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ from .errors import Problem
 from .schemas import SchemaRegistry, not_json
 
 MAX_FILE_BYTES, MAX_YAML_CHARS, MAX_YAML_DEPTH, MAX_YAML_VALUES = 1 << 20, 64 * 1024, 64, 10_000
-_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 
 
 class FrontmatterError(ValueError):
@@ -58,9 +56,6 @@ def load_yaml(text: str, max_chars: int = MAX_YAML_CHARS) -> Any:
     if len(text) > max_chars:
         raise FrontmatterError(f"the YAML is {len(text)} characters; at most {max_chars} "
                                "are read (put long text in the Markdown body)")
-    if _bracket_depth(text) > MAX_YAML_DEPTH:
-        # PyYAML's scanner is quadratic in flow nesting: refuse before it starts
-        raise FrontmatterError(f"'[' and '{{' are nested deeper than {MAX_YAML_DEPTH} levels")
     loader = _BoundedLoader(text)
     try:
         doc = loader.get_single_data()
@@ -70,15 +65,6 @@ def load_yaml(text: str, max_chars: int = MAX_YAML_CHARS) -> Any:
     if odd is not None:
         raise FrontmatterError(odd.message, odd.path.strip("/").replace("/", ".") or "frontmatter")
     return doc
-
-
-def _bracket_depth(text: str) -> int:
-    """The deepest nesting of [ and { (quotes ignored: an over-estimate, never an under-)."""
-    depth = deepest = 0
-    for c in _NOT_BRACKETS.sub("", text):
-        depth = depth + 1 if c in "[{" else max(depth - 1, 0)
-        deepest = max(deepest, depth)
-    return deepest
 
 
 def yaml_problem(exc: yaml.YAMLError, text: str) -> tuple[int | None, str]:

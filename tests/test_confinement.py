@@ -196,9 +196,11 @@ def _claim() -> dict[str, Any]:
 @pytest.mark.parametrize("path", HOSTILE)
 def test_a_tool_path_out_of_the_workspace_is_path_denied(ctx: ToolContext, outside: Outside,
                                                         path: str) -> None:
+    why = {"a\0b": "contains a NUL", LONG_NAME: "too long", LONG_PATH: "too long"}.get(path, "")
     for got in (read_file({"path": path}, ctx), list_dir({"path": path}, ctx),
                 write_file({"path": path, "content": "pwned", "claim": _claim()}, ctx)):
         assert isinstance(got, Err) and got.error.code == ErrorCode.PATH_DENIED, got
+        assert why in got.error.message
         # one line, naming the argument, never where the workspace or the target really is
         assert "\n" not in got.error.message and str(ctx.workspace.parent) not in got.error.message
     got = read_file({"path": str(outside.root / "canary.txt")}, ctx)

@@ -8,6 +8,7 @@ import shutil
 import tracemalloc
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -160,3 +161,26 @@ def test_a_run_with_a_broken_skill_logs_it_and_completes(workspace: Path, value:
     assert (skipped == []) == ("fuzzed" in rt.skills.skills)
     assert all(p["file"] == SHOWN for p in skipped)
     assert events[-1].type == "session.close" and events[-1].payload["ok"] is True
+
+
+@pytest.mark.parametrize("value, field, why", [
+    ("*l8", "extra.", "holds more than 10000 values"),  # schema-valid: only the loader's bound stops it
+    ("&r [1, *r]", "extra.1", "contains itself"),
+    ("2024-01-01", "extra", "(date) is not a JSON value"),
+    ("!!binary aGVsbG8=", "extra", "(bytes) is not a JSON value"),
+    ("{1: a}", "extra", "key 1 (int) is not a string"),
+])
+def test_values_no_schema_can_check_are_refused_by_the_loader_naming_the_field(
+        tmp_path: Path, value: str, field: str, why: str) -> None:
+    anchors = "l0: &l0 [a, a, a, a, a, a, a, a, a]\n" + "".join(
+        f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9)) if "*l8" in value else ""
+    (tmp_path / "SKILL.md").write_text(f"---\n{anchors}name: n\ndescription: d\nextra: {value}\n---\n")
+    got = frontmatter.load(tmp_path / "SKILL.md", "skill_frontmatter_v1", SCHEMAS, SHOWN)
+    assert isinstance(got, Problem) and got.field.startswith(field) and why in got.message, got
+
+
+def test_frontmatter_past_its_size_bound_is_refused_unparsed(tmp_path: Path) -> None:
+    (tmp_path / "SKILL.md").write_text(f"---\nname: n\ndescription: {'x' * 70_000}\n---\n")
+    got = frontmatter.load(tmp_path / "SKILL.md", "skill_frontmatter_v1", SCHEMAS, SHOWN)
+    assert isinstance(got, Problem) and got.field == "frontmatter"
+    assert f"at most {frontmatter.MAX_YAML_CHARS} are read" in got.message
