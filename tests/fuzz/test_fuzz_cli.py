@@ -149,7 +149,9 @@ FOUND = (["run-scenarios", LONG], ["run-scenarios", "/etc/passwd"], ["run-scenar
          ["lab", "check", LONG], ["audit", LONG], ["grade", LONG, "--csv", "file.txt"], ["validate", LONG],
          ["--workspace", "fifo", "lab", "release", "\r\n", "{{x}}"], ["run-scenarios", "missing2", "--only=,",
          "--scenarios=--"], ["init", "file.txt"], ["init", "link_out"], ["init", "ws/sessions/x"],
-         ["init", "a\0b"], ["init", LONG], ["--workspace", "ws", "run", "hi", "--session", "../x"])
+         ["init", "a\0b"], ["init", LONG], ["--workspace", "ws", "run", "hi", "--session", "../x"],
+         ["grade", "empty", "--csv", "empty"], ["grade", "empty", "--csv", "ws/sessions/s0001/.events.jsonl"],
+         ["grade", "empty", "--csv", "missing/grades.csv"])
 
 
 def _found(test: Any) -> Any:

@@ -41,11 +41,13 @@ def mutated_configs(draw: st.DrawFn) -> str:
         value = draw(json_values)
         if where == "top":
             doc[draw(st.sampled_from([*doc, "skill_roots", "mcp_servers", "hooks"]) | nasty_text)] = value
-        elif where == "profile":
+        elif where == "profile" and isinstance(doc.get("profiles"), dict) and doc["profiles"]:
             prof = draw(st.sampled_from(sorted(doc["profiles"])))
-            doc["profiles"][prof] = {**doc["profiles"][prof], draw(st.sampled_from(PROFILE_FIELDS)): value}
+            body = doc["profiles"][prof] if isinstance(doc["profiles"][prof], dict) else {}
+            doc["profiles"][prof] = {**body, draw(st.sampled_from(PROFILE_FIELDS)): value}
         elif where == "hook":
-            doc["hooks"] = [*(doc.get("hooks") or []), draw(st.dictionaries(
+            hooks = doc.get("hooks") if isinstance(doc.get("hooks"), list) else []
+            doc["hooks"] = [*hooks, draw(st.dictionaries(
                 st.sampled_from(["event", "handler", "command", "priority", "timeout_s", "id"]),
                 json_values | st.sampled_from(["Stop", "a.b:c", "agentos_kernel.hooks.builtin:x"]),
                 max_size=4))]

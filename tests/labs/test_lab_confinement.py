@@ -146,3 +146,15 @@ def test_conform_does_not_read_a_scenario_log_linked_out(tmp_path: Path, outside
     (logs / "canonical" / ".events.jsonl").symlink_to(outside / "canary.txt")
     code, out, _ = cli("conform", logs, "--only", "canonical")
     assert code == 1 and "leads outside" in out and SECRET not in out
+
+
+@pytest.mark.parametrize("target", ["sessions/s1/.events.jsonl", "class", "missing/grades.csv"])
+def test_grade_refuses_an_output_it_must_not_write_before_grading(tmp_path: Path, cli: Cli,
+                                                                  target: str) -> None:
+    (tmp_path / "class" / "student1").mkdir(parents=True)  # an empty folder grades fast (zero)
+    log = tmp_path / "sessions" / "s1" / ".events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text('{"not": "touched"}\n')
+    code, out, err = cli("grade", tmp_path / "class", "--csv", tmp_path / target)
+    assert code == 2 and out == "" and _one_line(err)
+    assert log.read_text() == '{"not": "touched"}\n' and not (tmp_path / "missing").exists()
