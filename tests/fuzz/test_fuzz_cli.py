@@ -57,14 +57,16 @@ class Box:
 
 
 @pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
-    b = Box(tmp_path_factory.mktemp("clifuzz"))
-    cwd = Path.cwd()
-    os.chdir(b.root)  # relative paths in argv land in the box
-    try:
-        yield b
-    finally:
-        os.chdir(cwd)
+def box(tmp_path_factory: pytest.TempPathFactory) -> Box:
+    return Box(tmp_path_factory.mktemp("clifuzz"))
+
+
+@pytest.fixture
+def in_box(box: Box, monkeypatch: pytest.MonkeyPatch) -> Box:
+    """The box as the cwd (after conftest's per-test scratch cwd), so relative paths in argv
+    land in it; monkeypatch puts the cwd back."""
+    monkeypatch.chdir(box.root)
+    return box
 
 
 # Relative to the box (the cwd while fuzzing); "ws" is the workspace.
@@ -79,6 +81,10 @@ SESSIONS = ("s0001", "ghost", "../s0001", "s0001/..", "", "a\0b", "-rf", "nl\n",
 NUMBERS = ("0", "1", "-1", "999999999999999999999", "abc", "1e3", "", "nan", "inf")
 
 paths = st.sampled_from(PATHS) | nasty_text
+# Arguments a command writes to (init's target, release's DEST, --csv) stay inside the box: an
+# absolute or climbing one would let a regression write into / (a fuzzed `init /...` once did).
+_inside = [p for p in PATHS if p and not p.startswith(("/", "..", "~")) and "/.." not in p]
+targets = st.sampled_from(_inside) | nasty_text.map(lambda s: "t_" + s.replace("/", "_").replace("\0", "_"))
 sessions = st.sampled_from(SESSIONS) | nasty_text
 numbers = st.sampled_from(NUMBERS)
 # --faults names over NAME_MAX bytes crash faults.py (test_an_over_long_fault_plan_name_is_one_line)
@@ -105,17 +111,17 @@ COMMANDS = st.one_of(
     _cmd(st.sampled_from([["replay"], ["events"], ["rerun"]]), sessions.map(lambda s: [s]),
          _opt("--at", numbers), _opt("--type", nasty_text), _opt("--layer", nasty_text)),
     _cmd(one(["validate"]), st.lists(paths, max_size=1)),
-    _cmd(one(["init"]), paths.map(lambda p: [p])),
+    _cmd(one(["init"]), targets.map(lambda p: [p])),
     _cmd(one(["audit"]), paths.map(lambda p: [p])),
     _cmd(one(["conform"]), paths.map(lambda p: [p]), _opt("--scenarios", paths), _opt("--only", nasty_text)),
     _cmd(one(["run-scenarios"]), st.sampled_from(FILE_PATHS).map(lambda p: [p]),
          _opt("--scenarios", paths), _opt("--only", st.sampled_from(["nope", "", ","]))),
     _cmd(one(["lab", "check"]), st.sampled_from(FILE_PATHS).map(lambda p: [p]),
          _opt("--source", st.sampled_from(FILE_PATHS)), _opt("--timeout", numbers)),
-    _cmd(one(["lab", "release"]), st.lists(paths, min_size=0, max_size=2)),
+    _cmd(one(["lab", "release"]), st.lists(targets, min_size=0, max_size=2)),
     _cmd(one(["lab", "validate"]), st.lists(st.sampled_from(FILE_PATHS), max_size=3)),
     _cmd(one(["grade"]), st.sampled_from(FILE_PATHS).map(lambda p: [p]), _opt("--jobs", numbers),
-         _opt("--timeout", numbers), _opt("--csv", st.sampled_from(FILE_PATHS))),
+         _opt("--timeout", numbers), _opt("--csv", targets)),
     _cmd(one(["lab"]), st.lists(nasty_text, max_size=2)),
     st.lists(nasty_text | flags, max_size=4),
 )
@@ -163,7 +169,8 @@ def _found(test: Any) -> Any:
 @fuzz(250)
 @given(argv=argvs())
 @_found
-def test_any_argv_exits_0_1_or_2_with_one_line_errors(box: Box, argv: list[str]) -> None:
+def test_any_argv_exits_0_1_or_2_with_one_line_errors(in_box: Box, argv: list[str]) -> None:
+    box = in_box
     code, out, err, exited = _run(argv)
     assert code in (0, 1, 2), (code, err[-500:])
     assert "Traceback" not in err and "Traceback" not in out
@@ -180,7 +187,7 @@ def test_any_argv_exits_0_1_or_2_with_one_line_errors(box: Box, argv: list[str])
 @pytest.mark.xfail(strict=True, reason="providers/faults.load_fault_plan calls Path.is_file() on the "
                                        "name, which raises OSError (File name too long) past 255 "
                                        "bytes: a traceback, not a one-line error (helper faults)")
-def test_an_over_long_fault_plan_name_is_one_line(box: Box) -> None:
+def test_an_over_long_fault_plan_name_is_one_line(in_box: Box) -> None:
     code, out, err, _ = _run(["--workspace", "ws", "run", "hello", "--faults", "x" * 300])
     assert code == 2 and out == "" and one_line(err).startswith("agentos: error: ")
 
@@ -206,8 +213,9 @@ lines = st.lists(st.sampled_from(["--session", "--at", "--faults", "--profile", 
 
 @fuzz(120)
 @given(magic=st.sampled_from([*MAGICS, "skill"]), line=lines, cell=nasty_text)
-def test_any_magic_line_is_a_result_or_a_one_line_usage_error(box: Box, magics: Any, magic: str,
+def test_any_magic_line_is_a_result_or_a_one_line_usage_error(in_box: Box, magics: Any, magic: str,
                                                               line: str, cell: str) -> None:
+    box = in_box
     from IPython.core.error import UsageError
 
     if "--workspace" not in line:
