@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
 from . import __version__
 from .errors import ContractError, Err
 from .events import LogError, check_session_id
+from .jsonshape import printable
 from .kernel import Runtime
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
 from .trace import trace_lines
 from .validate import validate_workspace
-from .workspace import CONTRACT_DIRS, reference_dir
+from .workspace import InitError, create_workspace
 
 CANONICAL = "hello, greet Ada"
 EXIT_OK, EXIT_NOT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -146,6 +146,11 @@ def cmd_run_scenarios(args: argparse.Namespace) -> int:
         runs = run_scenarios(args.log_dir, scenarios)
     except FileExistsError as exc:
         raise UsageError(str(exc)) from None
+    except (OSError, ValueError) as exc:  # LOG_DIR is a file, holds a NUL, is too long ...
+        if isinstance(exc, ContractError):
+            raise
+        raise UsageError(f"{str(args.log_dir)!r}: cannot write the logs there "
+                         f"({getattr(exc, 'strerror', None) or exc})") from None
     for r in runs:
         print(f"{r.id}: closed {'ok' if r.ok else 'not ok'} -> {r.log}")
     print(f"\nnext: agentos conform {args.log_dir}")
@@ -166,17 +171,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_init(args: argparse.Namespace) -> int:
     dest = Path(args.dir)
-    if (dest / "agentos.yaml").exists():
-        raise UsageError(f"{dest / 'agentos.yaml'} already exists; init will not overwrite a workspace")
-    ref = reference_dir()
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in CONTRACT_DIRS:
-        if (ref / name).is_dir():
-            shutil.copytree(ref / name, dest / name, dirs_exist_ok=False,
-                            ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(ref / "agentos.yaml", dest / "agentos.yaml")
-    copied = ", ".join(n for n in CONTRACT_DIRS if (dest / n).is_dir())
-    print(f"created workspace {dest}: agentos.yaml, {copied}")
+    try:
+        copied = create_workspace(dest)
+    except InitError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"created workspace {dest}: agentos.yaml, {', '.join(copied)}")
     print(f"next: cd {dest} && agentos validate && agentos demo")
     return EXIT_OK
 
@@ -238,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("init", help="create a fresh workspace with the reference contracts")
-    p.add_argument("dir", help="directory to create (must not hold an agentos.yaml)")
+    p.add_argument("dir", help="directory to create: new or without agentos.yaml and contract dirs; "
+                                "not a symlink, not inside a workspace's sessions/")
     p.set_defaults(fn=cmd_init)
 
     from .labs.commands import add_commands  # audit, conform, lab, grade
@@ -248,16 +248,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    if any(a.startswith("-") and a.endswith("=--") for a in argv or sys.argv[1:]):
+        # argparse (3.11) turns `--opt=--` into an empty list instead of the string "--"
+        parser.error("an option's value cannot be '--'; quote what you meant")
     args = parser.parse_args(argv)
     if getattr(args, "at", None) is not None and args.at < 0:
         parser.error("--at must be 0 or more")
     try:
         return args.fn(args)
     except (UsageError, ContractError, FaultPlanError, LogError) as exc:
-        print(f"agentos: error: {exc}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyError as exc:  # unknown session, profile, skill ... (the message names it)
-        print(f"agentos: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc.args[0] if exc.args else exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("agentos: interrupted; the session log was closed with reason 'interrupted'",

@@ -137,16 +137,20 @@ def register_skill(text: str, *, workspace: Path | str | None = None,
                 if name and (ws.root / root / name / "SKILL.md").is_file() else ())
         return SkillCheck(False, shown, "not written", name, loaded, notes=kept)
     meta, _ = loaded
-    if not _SKILL_NAME.match(meta["name"]):
+    if not _SKILL_NAME.fullmatch(meta["name"]):
         return SkillCheck(False, shown, "not written", name, Problem(
             shown, "name", f"{meta['name']!r} cannot be a directory name: use lower-case letters, "
                            "digits, '-', '_' or '.'"))
+    target = ws.root / root / meta["name"] / "SKILL.md"
+    if not target.parent.resolve().is_relative_to((ws.root / root).resolve()):  # a planted symlink
+        return SkillCheck(False, shown, "not written", meta["name"], Problem(
+            shown, "name", f"{root}/{meta['name']} is a symlink leading outside {root}/; remove it "
+                           "or pick another name"))
     triggers, tools = tuple(meta.get("triggers") or ()), tuple(meta.get("allowed-tools") or ())
     notes = _notes(ws.root / root, meta["name"], triggers, tools, schemas, ws.root)
     if dry_run:
         return SkillCheck(True, shown, "checked (dry run, not written)", meta["name"], None,
                           triggers, tools, notes)
-    target = ws.root / root / meta["name"] / "SKILL.md"
     before = target.read_text(encoding="utf-8") if target.is_file() else None
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -172,7 +176,7 @@ def _declared_name(text: str) -> str | None:
     except Exception:  # any parse problem is reported by frontmatter.load with its field
         return None
     name = meta.get("name") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) and _SKILL_NAME.match(name) else None
+    return name if isinstance(name, str) and _SKILL_NAME.fullmatch(name) else None
 
 
 def _notes(skills_root: Path, name: str, triggers: tuple[str, ...], tools: tuple[str, ...],
