@@ -29,7 +29,7 @@ from .replay import Snapshot, replay_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
 from .session import RunResult, Session
-from .sessionlock import SessionExists, SessionLocked
+from .sessionlock import SessionExists, SessionLinked, SessionLocked
 from .skills import SkillRegistry, discover
 from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
@@ -137,8 +137,9 @@ class Runtime:
                     continue
                 if isinstance(exc, SessionLocked):
                     return Err(DomainError("lock", ErrorCode.SESSION_LOCKED, str(exc)))
+                why = str(exc) if isinstance(exc, SessionLinked) else f"session {sid!r} already exists"
                 return Err(DomainError("config", ErrorCode.SESSION_EXISTS,
-                                       f"session {sid!r} already exists; pick another --session id"))
+                                       f"{why}; pick another --session id"))
 
     def open_session(self, session_id: str | None = None) -> Session | Err:
         """A new session with its log, claimed for this writer until the log is closed (the

@@ -106,24 +106,33 @@ def test_a_bad_session_id_in_a_magic_is_a_one_line_usage_error(workspace: Path, 
     assert not (workspace / "sessions").exists() and outside.untouched()
 
 
-@pytest.mark.xfail(strict=True, reason="events.check_session_id matches with `$`, which accepts a "
-                                       "trailing newline: 'nl\\n' becomes a directory name; fix: "
-                                       "_SESSION_ID.fullmatch (helpers durability/verify)")
 def test_a_session_id_with_a_trailing_newline_is_refused(workspace: Path) -> None:
     got = Runtime.from_workspace(workspace).handle_user_request(CANONICAL, session_id="nl\n")
     assert isinstance(got, Err) and got.error.code == ErrorCode.SESSION_ID_INVALID
 
 
-@pytest.mark.xfail(strict=True, reason="JsonlEventStore.append opens sessions/<id>/.events.jsonl "
-                                       "through a symlink planted at sessions/<id>: the log is written "
-                                       "outside the workspace; fix: refuse a session dir that is a "
-                                       "symlink or resolves outside sessions/ (helper durability)")
 def test_a_session_dir_symlinked_out_is_not_written_through(workspace: Path, outside: Outside) -> None:
     (workspace / "sessions").mkdir()
     (workspace / "sessions" / "mine").symlink_to(outside.root / "sub")
     got = Runtime.from_workspace(workspace).handle_user_request(CANONICAL, session_id="mine")
     assert outside.untouched(), "the session log was written outside the workspace"
-    assert isinstance(got, Err)
+    assert isinstance(got, Err) and got.error.code == ErrorCode.SESSION_EXISTS
+    assert "symbolic link" in got.error.message
+
+
+def test_a_session_log_symlinked_out_is_not_written_through(workspace: Path, outside: Outside) -> None:
+    (workspace / "sessions" / "mine").mkdir(parents=True)
+    (workspace / "sessions" / "mine" / ".events.jsonl").symlink_to(outside.root / "log")
+    got = Runtime.from_workspace(workspace).handle_user_request(CANONICAL, session_id="mine")
+    assert outside.untouched(), "the session log was written outside the workspace"
+    assert isinstance(got, Err) and got.error.code == ErrorCode.SESSION_EXISTS
+
+
+def test_new_ids_skip_a_planted_link(workspace: Path, outside: Outside) -> None:
+    (workspace / "sessions").mkdir()
+    (workspace / "sessions" / "s0001").symlink_to(outside.root / "sub")
+    got = Runtime.from_workspace(workspace).handle_user_request(CANONICAL)
+    assert got.value.session_id == "s0002" and outside.untouched()
 
 
 # -- skill names ------------------------------------------------------------------------------

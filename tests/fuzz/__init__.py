@@ -51,3 +51,12 @@ def one_line(message: str) -> str:
     """`message`, asserted to be one non-empty line."""
     assert message and "\n" not in message.rstrip("\n"), f"not one line: {message!r}"
     return message
+
+
+def error_line(err: str) -> str:
+    """The one `agentos: error:` line of stderr, after any `agentos: warning:` lines (a log
+    that does not verify is warned about before the error reading it)."""
+    *warnings, error = err.splitlines() or [""]
+    assert all(w.startswith("agentos: warning: ") for w in warnings), warnings
+    assert error.startswith("agentos: error: "), err
+    return error

@@ -11,7 +11,6 @@ import contextlib
 import io
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -184,9 +183,6 @@ def test_any_argv_exits_0_1_or_2_with_one_line_errors(in_box: Box, argv: list[st
     assert verify_chain(read_log(box.log)) is None
 
 
-@pytest.mark.xfail(strict=True, reason="providers/faults.load_fault_plan calls Path.is_file() on the "
-                                       "name, which raises OSError (File name too long) past 255 "
-                                       "bytes: a traceback, not a one-line error (helper faults)")
 def test_an_over_long_fault_plan_name_is_one_line(in_box: Box) -> None:
     code, out, err, _ = _run(["--workspace", "ws", "run", "hello", "--faults", "x" * 300])
     assert code == 2 and out == "" and one_line(err).startswith("agentos: error: ")

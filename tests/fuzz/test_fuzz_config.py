@@ -116,19 +116,12 @@ def test_a_huge_agentos_yaml_is_refused_naming_the_field(tmp_path: Path, size: i
     assert isinstance(got, ContractError) and "'padding' was unexpected" in str(got)
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError,
-                   reason="profile.load_config uses plain yaml.safe_load: a value nested ~330 levels "
-                          "deep raises RecursionError (and flow nesting is quadratic in PyYAML); fix: "
-                          "load with frontmatter.load_yaml(text, max_chars=...) (helper durability)")
 @pytest.mark.parametrize("deep", ["[" * 1000 + "]" * 1000, "{a: " * 1000 + "1" + "}" * 1000])
 def test_deeply_nested_agentos_yaml_is_a_contract_error(tmp_path: Path, deep: str) -> None:
     (tmp_path / "agentos.yaml").write_text(f"default_profile: {deep}\nprofiles: {{}}\n")
     _check(_load(tmp_path / "agentos.yaml"))
 
 
-@pytest.mark.xfail(strict=True, reason="profile.load_config reports a YAML reader error (a NUL) with "
-                                       "PyYAML's two-line message; fix: frontmatter.yaml_problem "
-                                       "(helper durability)")
 def test_a_nul_in_agentos_yaml_is_one_line_naming_the_line(tmp_path: Path) -> None:
     (tmp_path / "agentos.yaml").write_text("default_profile: scripted\nprofiles: a\0b\n")
     got = _load(tmp_path / "agentos.yaml")

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -20,7 +19,7 @@ from agentos_kernel.cli import main as cli_main
 from agentos_kernel.events import Event, LogError, read_log, verify_chain
 from agentos_kernel.replay import replay, replay_path
 
-from . import fuzz, one_line
+from . import error_line, fuzz, one_line
 from .strategies import json_values
 
 
@@ -116,7 +115,7 @@ def test_agentos_replay_of_a_log_with_a_bad_line_exits_0_or_2_in_one_line(
         log.write_bytes(data)
     assert code in (0, 2)
     if code == 2:
-        assert one_line(err.getvalue()).startswith("agentos: error: ")
+        error_line(err.getvalue())
         assert out.getvalue() == ""
 
 
@@ -137,16 +136,10 @@ def odd_events(draw: st.DrawFn, events: list[Event]) -> bytes:
                                           d["type"]]))
         payload = d["payload"] if isinstance(d["payload"], dict) else {}
         d["payload"] = {**payload, draw(st.sampled_from(PAYLOAD_KEYS)): draw(json_values)}
-    return orjson.dumps(d)
+    return json.dumps(d).encode()  # json_values holds integers past orjson's 64 bits
 
 
-@pytest.mark.xfail(strict=True, reason="replay.py's fold raises on an event whose fields have the wrong "
-                                       "JSON types (AttributeError: 'int' object has no attribute "
-                                       "'startswith' for a numeric type; 'list' has no 'get' for "
-                                       "usage: [...]; ValueError for input_tokens: 'x'); `agentos "
-                                       "replay` then prints a traceback. For helper verify (replay_path "
-                                       "/ Event.from_dict checks)")
-@fuzz(80, known_bug=True)
+@fuzz(80)
 @given(data=st.data())
 def test_an_event_with_wrong_field_types_replays_or_is_named(tmp_path: Path,
                                                             good: Good,
@@ -154,11 +147,14 @@ def test_an_event_with_wrong_field_types_replays_or_is_named(tmp_path: Path,
     _, raw, events = good
     log = tmp_path / ".events.jsonl"
     log.write_bytes(raw + data.draw(odd_events(events)) + b"\n")
-    for read in (lambda: list(read_log(log)) and replay(read_log(log)), lambda: replay_path(log)):
+    n = len(events) + 1
+    by_line, by_event = f"{log}:{n}: ", f"event {n} ("
+    for read, where in ((lambda: list(read_log(log)) and replay(read_log(log)), (by_line, by_event)),
+                        (lambda: replay_path(log), (by_line,))):
         try:
             read()
-        except LogError as exc:
-            assert one_line(str(exc)).startswith(f"{log}:{len(events) + 1}: ")
+        except LogError as exc:  # read_log names the line; replay of Events names the event
+            assert one_line(str(exc)).startswith(where)
 
 
 @pytest.mark.parametrize("line, reason", [
@@ -169,8 +165,6 @@ def test_an_event_with_wrong_field_types_replays_or_is_named(tmp_path: Path,
     (b'{"id":"e","session_id":"s","ts":"2024-01-01T00:00:00Z","type":"schema.violation","actor":"a",'
      b'"payload":{"violations":"abc"},"schema_version":"v1","parent_id":null}', "violations is a string"),
 ])
-@pytest.mark.xfail(strict=True, reason="replay.py's fold raises on wrong JSON types (see above); "
-                                       "`agentos replay` prints a traceback (helper verify)")
 def test_agentos_replay_names_an_event_with_wrong_types(good: Good,
                                                         line: bytes, reason: str, cli: Any) -> None:
     ws, data, _ = good
@@ -180,4 +174,4 @@ def test_agentos_replay_names_an_event_with_wrong_types(good: Good,
         code, _, err = cli("--workspace", ws, "replay", "s0001")
     finally:
         log.write_bytes(data)
-    assert code == 2 and one_line(err).startswith(f"agentos: error: {log}:33: "), reason
+    assert code == 2 and error_line(err).startswith(f"agentos: error: {log}:33: "), reason
