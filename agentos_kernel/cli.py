@@ -8,8 +8,10 @@ config, workspace or unknown session; 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import __version__
@@ -17,6 +19,7 @@ from .errors import ContractError, Err
 from .events import LogError, check_session_id
 from .jsonshape import printable
 from .kernel import Runtime
+from .livetrace import LiveTrace
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
 from .trace import trace_lines
 from .validate import validate_workspace
@@ -46,6 +49,19 @@ def _print_run(rt: Runtime, session_id: str) -> None:
         print(line)
 
 
+@contextlib.contextmanager
+def _live(rt: Runtime, live: LiveTrace | None) -> Iterator[None]:
+    """Print the trace while the run goes on (nothing for --json)."""
+    if live is None:
+        yield
+        return
+    try:
+        with rt.watching(live):
+            yield
+    finally:
+        live.close()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.cycle is not None:
         return _run_cycle(_runtime(args), args)
@@ -55,14 +71,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_cycle(rt: Runtime, args: argparse.Namespace) -> int:
-    result = rt.run_cycle(args.cycle, args.prompt, session_id=args.session, mode=args.mode)
+    live = None if args.json else LiveTrace()
+    with _live(rt, live):
+        result = rt.run_cycle(args.cycle, args.prompt, session_id=args.session, mode=args.mode)
     if isinstance(result, Err):  # refused before a session existed: unknown cycle or mode, id taken
         raise UsageError(result.error.message)
     c = result.value
     if args.json:
         print(json.dumps(rt.replay(c.session_id).to_dict(), indent=2, ensure_ascii=False))
     else:
-        _print_run(rt, c.session_id)
         print()
         print(f"session {c.session_id}: log {c.log_path}")
         print(f"cycle {c.cycle_id}: {' -> '.join(c.visited) or '(not started)'}")
@@ -71,14 +88,15 @@ def _run_cycle(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 def _run(rt: Runtime, prompt: str, session: str | None, as_json: bool) -> tuple[int, str]:
-    result = rt.handle_user_request(prompt, session_id=session)
+    live = None if as_json else LiveTrace()
+    with _live(rt, live):
+        result = rt.handle_user_request(prompt, session_id=session)
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
     if sid is None:  # refused before a session existed (e.g. the id is taken)
         raise UsageError(result.error.message)
     if as_json:
         print(json.dumps(rt.replay(sid).to_dict(), indent=2, ensure_ascii=False))
     else:
-        _print_run(rt, sid)
         print()
         print(f"session {sid}: log {rt.store.path(sid)}")
         if isinstance(result, Err):

@@ -66,6 +66,8 @@ class Runtime:
         self.faults = faults
         self.store = JsonlEventStore(workspace.sessions, profile.durability)
         self._next_n: int | None = None
+        self.watchers: list[Callable[[Event], None]] = []
+        """Called with each event of this runtime's sessions once it is logged (`watching`)."""
 
     @classmethod
     def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,
@@ -153,7 +155,8 @@ class Runtime:
             return sid
         det = self.profile.deterministic
         log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
-                         CounterIds() if det else RandomIds(), sid, **self._redaction())
+                         CounterIds() if det else RandomIds(), sid, watchers=self.watchers,
+                         **self._redaction())
         try:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
@@ -163,6 +166,15 @@ class Runtime:
         return Session(log=log, profile=self.profile, provider=provider, tools=self.tools,
                        hooks=self.hooks, schemas=self.schemas, agents=self.agents,
                        tool_context=ToolContext(self.workspace.root, sid))
+
+    @contextmanager
+    def watching(self, watch: Callable[[Event], None]) -> Iterator[None]:
+        """Call `watch(event)` for each event logged while inside (a live trace)."""
+        self.watchers.append(watch)
+        try:
+            yield
+        finally:
+            self.watchers.remove(watch)
 
     def _redaction(self) -> dict[str, Any]:
         """What a session log redacts beyond the defaults: the API key (read from the env

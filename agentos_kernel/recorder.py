@@ -7,6 +7,7 @@ Schema violations and domain errors found at any boundary are logged here *befor
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from hashlib import sha256
 from typing import Any
@@ -81,6 +82,7 @@ class SessionLog:
         chain: str | None = None,
         secrets: tuple[str, ...] = (),
         patterns: tuple[str, ...] = (),
+        watchers: Sequence[Callable[[Event], None]] = (),
     ) -> None:
         self.store = store
         self.schemas = schemas
@@ -91,6 +93,9 @@ class SessionLog:
         self._chain = chain
         self.redact = Redactor.of(secrets, patterns)
         """What every payload, and every error this log returns, goes through first."""
+        self.watchers = watchers
+        """Called with each event once it is in the log (a live trace); read at each append,
+        so a list the owner changes is seen at once."""
 
     @classmethod
     def resume(cls, store: EventStore, schemas: SchemaRegistry, clock: Clock, ids: Ids,
@@ -131,6 +136,8 @@ class SessionLog:
         self._chain = sha256((self._chain or "").encode() + canonical(body)).hexdigest()
         event = Event(**body, chain=self._chain)
         self.store.append(event)
+        for watch in self.watchers:
+            watch(event)
         return event
 
     def check(self, payload: Any, schema_id: str, *, where: str, actor: str,

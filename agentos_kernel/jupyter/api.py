@@ -7,6 +7,7 @@ WorkbenchError, each with a one-line message; the magics turn them into UsageErr
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from ..errors import DomainError, Err, Problem
 from ..events import LOG_NAME
 from ..integrity import VerifyReport, verify_log
 from ..kernel import Runtime
+from ..livetrace import LiveTrace
 from ..profile import load_config
 from ..providers.faults import load_fault_plan
 from ..replay import replay
@@ -36,17 +38,24 @@ class WorkbenchError(ValueError):
 
 def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = None,
               session: str | None = None, workspace: Path | str | None = None,
-              cycle: str | None = None, mode: str | None = None) -> AgentRun:
+              cycle: str | None = None, mode: str | None = None, live: bool = False) -> AgentRun:
     """Run one request end to end (Runtime.handle_user_request), or an L8 cycle around it
     (Runtime.run_cycle), and read its log back. A request that fails closed is still a
-    session: the AgentRun says where and why."""
+    session: the AgentRun says where and why. `live` prints each event's trace line as it
+    is logged (a slow model is seen working)."""
     if mode is not None and cycle is None:
         raise WorkbenchError("--mode applies to a cycle: add --cycle ID (e.g. --cycle code-review)")
     plan = load_fault_plan(faults) if faults else None
     rt = Runtime.from_workspace(workspace, profile=profile, faults=plan)
-    if cycle is not None:
-        return _run_cycle(rt, cycle, prompt, session, mode)
-    result = rt.handle_user_request(prompt, session_id=session)
+    live_trace = LiveTrace() if live else None
+    with rt.watching(live_trace) if live_trace else contextlib.nullcontext():
+        try:
+            if cycle is not None:
+                return _run_cycle(rt, cycle, prompt, session, mode)
+            result = rt.handle_user_request(prompt, session_id=session)
+        finally:
+            if live_trace:
+                live_trace.close()
     if isinstance(result, Err) and result.error.session_id is None:
         raise WorkbenchError(result.error.message)  # refused before a session existed
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id

@@ -80,6 +80,8 @@ AGENT.add_argument("--cycle", metavar="ID",
                    help="run the request as an L8 cycle from workflows/cycles/ID.md (e.g. code-review)")
 AGENT.add_argument("--mode", metavar="MODE",
                    help="the cycle's mode: interactive, autofix, report-only or headless")
+AGENT.add_argument("--live", action="store_true",
+                   help="print each event's trace line as it is logged (see a slow model work)")
 
 REPLAY = _Parser("replay", "%replay s0001 --at 10",
                  "Recompute a session's snapshot from its log alone (nothing is re-executed).")
@@ -129,7 +131,8 @@ class AgentMagics(Magics):
         if not prompt:
             AGENT.error("missing the request")
         run = api.run_agent(prompt, profile=args.profile, faults=args.faults, session=args.session,
-                            workspace=args.workspace, cycle=args.cycle, mode=args.mode)
+                            workspace=args.workspace, cycle=args.cycle, mode=args.mode,
+                            live=args.live)
         self.last_session = run.session_id
         return run
 
