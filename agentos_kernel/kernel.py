@@ -68,6 +68,8 @@ class Runtime:
         self._next_n: int | None = None
         self.watchers: list[Callable[[Event], None]] = []
         """Called with each event of this runtime's sessions once it is logged (`watching`)."""
+        self.gates: list[Callable[[Event], None]] = []
+        """Called with each event just before it is logged (`watching(..., before=True)`)."""
 
     @classmethod
     def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,
@@ -156,7 +158,7 @@ class Runtime:
         det = self.profile.deterministic
         log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
                          CounterIds() if det else RandomIds(), sid, watchers=self.watchers,
-                         **self._redaction())
+                         gates=self.gates, **self._redaction())
         try:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
@@ -168,13 +170,15 @@ class Runtime:
                        tool_context=ToolContext(self.workspace.root, sid))
 
     @contextmanager
-    def watching(self, watch: Callable[[Event], None]) -> Iterator[None]:
-        """Call `watch(event)` for each event logged while inside (a live trace)."""
-        self.watchers.append(watch)
+    def watching(self, watch: Callable[[Event], None], *, before: bool = False) -> Iterator[None]:
+        """Call `watch(event)` for each event logged while inside (a live trace); with
+        `before`, just before it is appended (a live stepper)."""
+        kind = self.gates if before else self.watchers
+        kind.append(watch)
         try:
             yield
         finally:
-            self.watchers.remove(watch)
+            kind.remove(watch)
 
     def _redaction(self) -> dict[str, Any]:
         """What a session log redacts beyond the defaults: the API key (read from the env

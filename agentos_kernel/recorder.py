@@ -83,6 +83,7 @@ class SessionLog:
         secrets: tuple[str, ...] = (),
         patterns: tuple[str, ...] = (),
         watchers: Sequence[Callable[[Event], None]] = (),
+        gates: Sequence[Callable[[Event], None]] = (),
     ) -> None:
         self.store = store
         self.schemas = schemas
@@ -96,6 +97,9 @@ class SessionLog:
         self.watchers = watchers
         """Called with each event once it is in the log (a live trace); read at each append,
         so a list the owner changes is seen at once."""
+        self.gates = gates
+        """Called with each event just before it is appended (a live stepper pauses here);
+        a gate that raises leaves the log as it was (nothing appended, seq not used)."""
 
     @classmethod
     def resume(cls, store: EventStore, schemas: SchemaRegistry, clock: Clock, ids: Ids,
@@ -120,6 +124,7 @@ class SessionLog:
             raise InvariantViolation(
                 f"{type} payload violates {schema_id}: {found[0].path}: {found[0].message}"
             )
+        before = (self.seq, self._chain)
         self.seq += 1
         body = {
             "id": self.ids.event_id(self.session_id, self.seq),
@@ -135,6 +140,13 @@ class SessionLog:
         # Same bytes as events.chain_of(prev, event), without building the event twice.
         self._chain = sha256((self._chain or "").encode() + canonical(body)).hexdigest()
         event = Event(**body, chain=self._chain)
+        if self.gates:
+            try:
+                for gate in self.gates:
+                    gate(event)
+            except BaseException:
+                self.seq, self._chain = before
+                raise
         self.store.append(event)
         for watch in self.watchers:
             watch(event)

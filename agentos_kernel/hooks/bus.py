@@ -51,6 +51,8 @@ class HookHandler:
     """Higher runs first."""
     timeout_s: float = 2.0
     """A handler still running after this many seconds is a deny (HOOK_TIMEOUT)."""
+    actor: str | None = None
+    """Actor of its `hook.fired` events (default `hook:<id>`; a person answering: `human`)."""
 
 
 def freeze(value: Any) -> Any:
@@ -206,7 +208,7 @@ class HookBus:
             if d.decision == "transform":
                 # The decision is recorded before the check, so a schema.violation the check
                 # logs follows the transform it rejects (log order = causal order).
-                self._record(log, event, h.id, d, ms, None, parent_id)
+                self._record(log, event, h.id, d, ms, None, parent_id, h.actor)
                 candidate = {**current, **thaw(d.output)}
                 checked: Result[Any] = (
                     validate(candidate) if validate is not None
@@ -218,7 +220,7 @@ class HookBus:
                 else:
                     current, transformed = candidate, True
                     continue
-            self._record(log, event, h.id, d, ms, cause, parent_id)
+            self._record(log, event, h.id, d, ms, cause, parent_id, h.actor)
             if d.decision == "deny":
                 return d, current
         final = HookDecision("transform", "transformed", current) if transformed \
@@ -227,7 +229,7 @@ class HookBus:
 
     @staticmethod
     def _record(log: SessionLog, event: str, handler: str, d: HookDecision, ms: float,
-                cause: str | None, parent_id: str | None) -> None:
+                cause: str | None, parent_id: str | None, actor: str | None = None) -> None:
         payload: dict[str, Any] = {"hook": event, "handler": handler, "decision": d.decision,
                                    "ms": ms}
         if d.reason:
@@ -236,7 +238,7 @@ class HookBus:
             payload["output"] = thaw(d.output)
         if cause:
             payload["cause"] = cause
-        log.append("hook.fired", f"hook:{handler}", payload, parent_id)
+        log.append("hook.fired", actor or f"hook:{handler}", payload, parent_id)
 
 
 def _no_transform(event: str) -> DomainError:
