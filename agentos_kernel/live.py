@@ -78,15 +78,15 @@ class LiveRun:
                 self._cond.notify_all()
         return self._wait_for_change(current)
 
-    def close(self, timeout_s: float | None = None) -> Pause:
-        """Stop pausing and let the run finish (a pending human question still waits for
-        its answer or its timeout)."""
+    def close(self) -> Pause:
+        """Stop pausing and let the run go on; return at its end, or when a human question
+        needs an answer (a driver on a notebook's main thread must stay free to give it)."""
         with self._cond:
             self._free = True
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-        return self.pause()
+        if self._thread is None:
+            return self.pause()
+        return self._wait_for_change(None)
 
     def pause(self) -> Pause:
         """Where the run stands now, without moving it."""
@@ -139,7 +139,7 @@ class LiveRun:
                 return True
             if self._asking() is not None:
                 return True
-            return self._pending is not None and self._pending is not before
+            return not self._free and self._pending is not None and self._pending is not before
         with self._cond:
             self._cond.wait_for(changed)
         return self.pause()

@@ -53,7 +53,7 @@ def test_a_layer_filter_pauses_only_at_those_layers(runtime: Runtime) -> None:
 def test_close_lets_a_paused_run_finish_without_pausing(runtime: Runtime) -> None:
     live = LiveRun(runtime, CANONICAL)
     assert live.start().event.type == "session.start"
-    end = live.close(timeout_s=30)
+    end = live.close()
     assert end.done and live.result.value.output == "Hello, Ada!"
 
 

@@ -82,6 +82,11 @@ AGENT.add_argument("--mode", metavar="MODE",
                    help="the cycle's mode: interactive, autofix, report-only or headless")
 AGENT.add_argument("--live", action="store_true",
                    help="print each event's trace line as it is logged (see a slow model work)")
+AGENT.add_argument("--step", action="store_true",
+                   help="run live, paused before each event (a LiveStepper; a person allows or "
+                        "denies each tool call)")
+AGENT.add_argument("--layer", action="append", metavar="L", choices=[f"L{i}" for i in range(1, 9)],
+                   help="with --step: pause only at this layer (repeat for more), e.g. --layer L1")
 
 REPLAY = _Parser("replay", "%replay s0001 --at 10",
                  "Recompute a session's snapshot from its log alone (nothing is re-executed).")
@@ -130,6 +135,15 @@ class AgentMagics(Magics):
         prompt = " ".join(args.prompt).strip()
         if not prompt:
             AGENT.error("missing the request")
+        if args.layer and not args.step:
+            AGENT.error("--layer applies to --step: add --step")
+        if args.step:
+            if args.cycle or args.live:
+                AGENT.error("--step runs one request: drop --cycle and --live")
+            from .livestep import LiveStepper  # ipywidgets loads here, on first use
+
+            return LiveStepper(prompt, workspace=args.workspace, profile=args.profile,
+                               faults=args.faults, layers=args.layer, session_id=args.session)
         run = api.run_agent(prompt, profile=args.profile, faults=args.faults, session=args.session,
                             workspace=args.workspace, cycle=args.cycle, mode=args.mode,
                             live=args.live)
