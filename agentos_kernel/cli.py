@@ -41,9 +41,13 @@ def _runtime(args: argparse.Namespace) -> Runtime:
                                   faults=faults)
 
 
-def _print_run(rt: Runtime, session_id: str) -> None:
-    for line in trace_lines(rt.events(session_id)):
+def _print_run(rt: Runtime, session_id: str) -> str | None:
+    """Print the trace; the log's close reason (None when the session has no close)."""
+    events = rt.events(session_id)
+    for line in trace_lines(events):
         print(line)
+    close = next((e.payload for e in reversed(events) if e.type == "session.close"), None)
+    return close.get("reason") if isinstance(close, dict) else None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -78,11 +82,11 @@ def _run(rt: Runtime, prompt: str, session: str | None, as_json: bool) -> tuple[
     if as_json:
         print(json.dumps(rt.replay(sid).to_dict(), indent=2, ensure_ascii=False))
     else:
-        _print_run(rt, sid)
+        reason = _print_run(rt, sid)
         print()
         print(f"session {sid}: log {rt.store.path(sid)}")
-        if isinstance(result, Err):
-            print(f"NOT ok: {result.error}")
+        if isinstance(result, Err):  # the log's reason: the final code and the root cause
+            print(f"NOT ok: {reason or result.error}")
         else:
             print(f"ok: {result.value.output}")
     return (EXIT_NOT_OK if isinstance(result, Err) else EXIT_OK), sid

@@ -24,7 +24,7 @@ from .providers.faults import FaultPlan
 from .providers.openai_compat import OpenAICompatProvider
 from .providers.scripted import ScriptedProvider
 from .pwr import run_pwr
-from .recorder import SessionLog
+from .recorder import SessionLog, root_cause_note
 from .replay import Snapshot, replay_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
@@ -281,7 +281,10 @@ class Runtime:
         if ok:
             payload["output"] = result.value.report["output"]
         else:
-            payload["reason"] = f"{result.error.code}: {result.error.message}"
+            # The code that ended the run, and the first one that failed closed: after a
+            # denied tool the run goes on and may end in HUMAN_ESCALATION 40 events later.
+            payload["reason"] = (f"{result.error.code}: {result.error.message}"
+                                 f"{root_cause_note(s.log.root_cause)}")
         if reason:
             payload["reason"] = reason
         s.log.append("session.close", "system", payload)

@@ -66,6 +66,23 @@ def layer_of(event: Event) -> str:
     return LAYERS.get(event.type.split(".", 1)[0], "L4")
 
 
+def failure_code(event: Event) -> str | None:
+    """The fail-closed code an event records (domain.error's code; SCHEMA_INVALID for a
+    schema.violation), else None. The first such event of a log is its root cause: a later
+    HUMAN_ESCALATION or a cascade of retries only reports what that event started."""
+    if event.type == "schema.violation":
+        return "SCHEMA_INVALID"
+    if event.type == "domain.error" and isinstance(event.payload, dict):
+        code = event.payload.get("code")
+        return code if isinstance(code, str) else None
+    return None
+
+
+def root_cause_note(root: tuple[str, int] | None) -> str:
+    """` (root cause: GATE_DENIED at event 18)`, or "" when nothing failed closed."""
+    return f" (root cause: {root[0]} at event {root[1]})" if root else ""
+
+
 class SessionLog:
     """Appends checked, numbered, chained events to one session's log."""
 
@@ -91,6 +108,8 @@ class SessionLog:
         self._chain = chain
         self.redact = Redactor.of(secrets, patterns)
         """What every payload, and every error this log returns, goes through first."""
+        self.root_cause: tuple[str, int] | None = None
+        """(code, seq) of the first event that failed closed (see `failure_code`), if any."""
 
     @classmethod
     def resume(cls, store: EventStore, schemas: SchemaRegistry, clock: Clock, ids: Ids,
@@ -131,6 +150,8 @@ class SessionLog:
         self._chain = sha256((self._chain or "").encode() + canonical(body)).hexdigest()
         event = Event(**body, chain=self._chain)
         self.store.append(event)
+        if self.root_cause is None and (code := failure_code(event)) is not None:
+            self.root_cause = (code, self.seq)
         return event
 
     def check(self, payload: Any, schema_id: str, *, where: str, actor: str,
