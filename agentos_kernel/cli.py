@@ -12,9 +12,10 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import __version__
-from .errors import ContractError, Err
+from .errors import ContractError, Err, Result
 from .events import LogError, check_session_id
 from .kernel import Runtime
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
@@ -75,7 +76,11 @@ def _run_cycle(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 def _run(rt: Runtime, prompt: str, session: str | None, as_json: bool) -> tuple[int, str]:
-    result = rt.handle_user_request(prompt, session_id=session)
+    return report_run(rt, rt.handle_user_request(prompt, session_id=session), as_json)
+
+
+def report_run(rt: Runtime, result: Result[Any], as_json: bool) -> tuple[int, str]:
+    """Print a finished request (trace, log, verdict; or the snapshot as JSON): exit code, id."""
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
     if sid is None:  # refused before a session existed (e.g. the id is taken)
         raise UsageError(result.error.message)
@@ -219,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import cli_log  # replay, events, verify: the commands that read a log
     cli_log.add_commands(sub)
+    from . import cli_fork  # fork and diff
+    cli_fork.add_commands(sub)
 
     p = sub.add_parser("rerun", help="run a recorded session again on its recorded model answers and "
                                      "tool results (no side effects) and compare the two logs")

@@ -21,6 +21,7 @@ from .schemas import SchemaRegistry, Violation
 EVENT_SCHEMAS: dict[str, str] = {
     "session.start": "event_session_start_v1",
     "session.close": "event_session_close_v1",
+    "session.forked": "event_session_forked_v1",
     "hook.fired": "event_hook_fired_v1",
     "skill.invoke": "event_skill_invoke_v1",
     "skill.complete": "event_skill_complete_v1",
@@ -49,6 +50,10 @@ EVENT_SCHEMAS: dict[str, str] = {
     "workflow.completed": "event_workflow_completed_v1",
     "workflow.aborted": "event_workflow_aborted_v1",
 }
+
+CHECKED_ON_USE = frozenset({"session.forked"})
+"""Event types added after workspaces were made with `agentos init`: their payload schema is
+required only by the command that writes them (fork), so an older workspace still loads."""
 
 # Which spec layer each event type belongs to (for traces, timelines and the stepper).
 LAYERS: dict[str, str] = {

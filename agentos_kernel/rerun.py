@@ -16,11 +16,12 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import DomainError, Err, ErrorCode, Ok, Result
+from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Result
 from .events import Event, check_session_id, verify_chain
 from .kernel import Runtime
 from .logdiff import MISSING, first_difference, rename_session, short
 from .providers.cassette import CassetteProvider
+from .providers.faults import FaultPlanError, load_fault_plan
 from .recorded_tools import recorded_tools
 
 IGNORED = {"hook.fired": ("ms",), "llm.response": ("attempts",)}
@@ -104,19 +105,45 @@ def rerun(runtime: Runtime, session_id: str, *, new_session_id: str | None = Non
                                f"session {session_id!r} cannot be re-run: its prompt was redacted "
                                "in the log (sha256 differs from prompt_sha256), so the original "
                                "input cannot be re-created"))
-    copy = _runtime_for(runtime, start.payload.get("profile"))
+    # A fork (fork.py) is re-run as it ran: its prefix copied, then the live part played back.
+    k = next((i for i, e in enumerate(recorded) if e.type == "session.forked"), None)
+    forked = recorded[k].payload if k is not None else None
+    if forked is not None and forked.get("faults") and runtime.faults is None:
+        # The fork's gates came from its fault plan (e.g. hook_deny): the re-run needs the
+        # same hooks; the plan's model faults are already in the recorded answers.
+        try:
+            runtime = _with_plan(runtime, forked["faults"])
+        except (FaultPlanError, ContractError) as exc:
+            return Err(DomainError("config", ErrorCode.CONFIG_INVALID,
+                                   f"fork {session_id!r} ran with faults {forked['faults']!r}, "
+                                   f"which cannot be loaded again: {exc}"))
+    copy = _runtime_for(runtime, (forked or start.payload).get("profile"))
     new_id = new_session_id or copy.new_session_id()
     rename = (session_id, new_id)
     cassette = CassetteProvider.from_events(recorded, rename=rename)
     copy.provider_factory = lambda _profile, _faults: cassette
-    copy.tools = recorded_tools(runtime.tools, recorded, rename=rename)
+    copy.tools = recorded_tools(runtime.tools, recorded[k:] if k is not None else recorded,
+                                rename=rename)
     started = next((e.payload for e in recorded if e.type == "workflow.started"), None)
-    ran = (copy.run_cycle(started["cycle_id"], prompt, session_id=new_id, mode=started["mode"])
-           if started is not None else copy.handle_user_request(prompt, session_id=new_id))
+    if forked is not None:
+        from .fork import resume  # fork imports this module's neighbours; import on use
+        ran = resume(copy, recorded[:k], forked, session_id, session_id=new_id,
+                     skip_calls=cassette.advance)
+    elif started is not None:
+        ran = copy.run_cycle(started["cycle_id"], prompt, session_id=new_id, mode=started["mode"])
+    else:
+        ran = copy.handle_user_request(prompt, session_id=new_id)
     if isinstance(ran, Err) and ran.error.session_id is None:  # refused before the session opened
         return ran
     count, divergence = compare(recorded, copy.events(new_id), rename)
     return Ok(RerunReport(session_id, new_id, divergence is None, count, divergence, broken))
+
+
+def _with_plan(rt: Runtime, faults: str) -> Runtime:
+    """`rt`'s workspace loaded again with the fault plan's hooks registered."""
+    ws = rt.workspace
+    return Runtime.from_workspace(None if ws.bundled else ws.root, cwd=ws.root,
+                                  profile=rt.profile.name, faults=load_fault_plan(faults))
 
 
 def _runtime_for(rt: Runtime, profile_name: str | None) -> Runtime:

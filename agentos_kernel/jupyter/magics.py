@@ -80,6 +80,9 @@ AGENT.add_argument("--cycle", metavar="ID",
                    help="run the request as an L8 cycle from workflows/cycles/ID.md (e.g. code-review)")
 AGENT.add_argument("--mode", metavar="MODE",
                    help="the cycle's mode: interactive, autofix, report-only or headless")
+AGENT.add_argument("--fork", metavar="ID@K",
+                   help="instead of a new request: copy session ID's first K events (K: the start of "
+                        "a role's turn), then run the rest live, e.g. --fork s0001@14 --faults hook_deny")
 
 REPLAY = _Parser("replay", "%replay s0001 --at 10",
                  "Recompute a session's snapshot from its log alone (nothing is re-executed).")
@@ -121,11 +124,19 @@ class AgentMagics(Magics):
     @line_magic
     @_errors_as_usage("agent")
     def agent(self, line: str) -> Any:
-        """Run a request: %agent [--profile NAME] [--faults PLAN] [--session ID] [--cycle ID] "PROMPT"."""
+        """Run a request: %agent [--profile NAME] [--faults PLAN] [--session ID] [--cycle ID] "PROMPT",
+        or fork one: %agent --fork ID@K [--profile NAME] [--faults PLAN]."""
         args = AGENT.parse_line(line)
         if args is None:
             return None
         prompt = " ".join(args.prompt).strip()
+        if args.fork:
+            if prompt or args.cycle:
+                AGENT.error("--fork runs the parent's own request: drop the prompt and --cycle")
+            run = api.fork_agent(args.fork, profile=args.profile, faults=args.faults,
+                                 session=args.session, workspace=args.workspace)
+            self.last_session = run.session_id
+            return run
         if not prompt:
             AGENT.error("missing the request")
         run = api.run_agent(prompt, profile=args.profile, faults=args.faults, session=args.session,
