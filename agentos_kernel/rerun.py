@@ -19,29 +19,13 @@ from typing import Any
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Result
 from .events import Event, check_session_id, verify_chain
 from .kernel import Runtime
-from .logdiff import MISSING, first_difference, rename_session, short
+from .logdiff import Divergence, diff_events, short
 from .providers.cassette import CassetteProvider
 from .providers.faults import FaultPlanError, load_fault_plan
 from .recorded_tools import recorded_tools
 
-IGNORED = {"hook.fired": ("ms",), "llm.response": ("attempts",)}
-"""Payload fields that measure the run rather than decide it (wall time, retries)."""
 NOT_RUN = ("event.amended",)
 """Event types appended to a log after its run (corrections): not something to reproduce."""
-
-
-@dataclass(frozen=True)
-class Divergence:
-    """Where a re-run first differs from its recording."""
-
-    index: int
-    """1-based position of the first differing event in both logs (the trace's seq)."""
-    path: str
-    """What differs: `type`, `actor`, `payload.<field>...`, or `event` when one log ends first."""
-    recorded: Any
-    """The recorded value there (`<missing>` when absent)."""
-    new: Any
-    """The re-run's value there (`<missing>` when absent)."""
 
 
 @dataclass(frozen=True)
@@ -161,25 +145,10 @@ def _runtime_for(rt: Runtime, profile_name: str | None) -> Runtime:
 def compare(recorded: list[Event], new: list[Event], rename: tuple[str, str]
             ) -> tuple[int, Divergence | None]:
     """(events compared, first divergence) on (type, actor, payload), the recorded session
-    id read as the new one and the IGNORED fields left out."""
-    for i, (a, b) in enumerate(zip(recorded, new, strict=False), 1):
-        found = first_difference(_view(a, rename), _view(b, None))
-        if found is not None:
-            return i, Divergence(i, *found)
-    if len(recorded) == len(new):
-        return len(new), None
-    i = min(len(recorded), len(new)) + 1
-    was = recorded[i - 1].type if i <= len(recorded) else MISSING
-    now = new[i - 1].type if i <= len(new) else MISSING
-    return i, Divergence(i, "event", was, now)
-
-
-def _view(e: Event, rename: tuple[str, str] | None) -> dict[str, Any]:
-    payload = e.payload
-    if isinstance(payload, dict) and e.type in IGNORED:
-        payload = {k: v for k, v in payload.items() if k not in IGNORED[e.type]}
-    view = {"type": e.type, "actor": e.actor, "payload": payload}
-    return rename_session(view, *rename) if rename else view
+    id read as the new one and the volatile fields left out: logdiff's engine, the same one
+    `agentos diff` uses."""
+    found = diff_events(recorded, new, rename)
+    return found.compared if found.first else len(new), found.first
 
 
 __all__ = ["Divergence", "RerunReport", "compare", "rerun"]

@@ -18,6 +18,7 @@ _LAZY = {
     "events_frame": "frames", "cost_by_role": "frames", "cumulative_cost": "frames",
     "timeline_figure": "figures", "cost_figure": "figures", "phase_graph_figure": "figures",
     "phase_graph_data": "figures", "SvgFigure": "figures",
+    "LogDiff": "diffview", "DiffView": "diffview", "diff_sessions": "diffview",
     "LayerStepper": "widgets", "ReplayScrubber": "widgets", "diff_snapshots": "widgets",
 }
 
