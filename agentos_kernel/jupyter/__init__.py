@@ -19,6 +19,7 @@ _LAZY = {
     "timeline_figure": "figures", "cost_figure": "figures", "phase_graph_figure": "figures",
     "phase_graph_data": "figures", "SvgFigure": "figures",
     "LogDiff": "diffview", "DiffView": "diffview", "diff_sessions": "diffview",
+    "cost_whatif": "whatif", "CostWhatIf": "whatif",
     "LayerStepper": "widgets", "ReplayScrubber": "widgets", "diff_snapshots": "widgets",
 }
 
