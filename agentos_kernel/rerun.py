@@ -90,7 +90,8 @@ def rerun(runtime: Runtime, session_id: str, *, new_session_id: str | None = Non
                                "in the log (sha256 differs from prompt_sha256), so the original "
                                "input cannot be re-created"))
     # A fork (fork.py) is re-run as it ran: its prefix copied, then the live part played back.
-    k = next((i for i, e in enumerate(recorded) if e.type == "session.forked"), None)
+    # (the last session.forked: a fork of a fork copied its parent's one with the prefix)
+    k = max((i for i, e in enumerate(recorded) if e.type == "session.forked"), default=None)
     forked = recorded[k].payload if k is not None else None
     if forked is not None and forked.get("faults") and runtime.faults is None:
         # The fork's gates came from its fault plan (e.g. hook_deny): the re-run needs the

@@ -14,7 +14,7 @@ from agentos_kernel.events import Event
 from agentos_kernel.fork import fork, fork_points, parse_target
 from agentos_kernel.integrity import verify_log
 from agentos_kernel.labs.audit import audit_log
-from agentos_kernel.logdiff import rename_session
+from agentos_kernel.logdiff import diff_events, rename_session
 from agentos_kernel.providers.faults import load_fault_plan
 from agentos_kernel.rerun import rerun
 
@@ -184,3 +184,31 @@ def test_the_forked_schema_is_a_new_file_beside_the_shipped_ones(workspace: Path
     assert (shipped / "event_session_forked_v1.json").is_file()
     doc = json.loads((shipped / "event_session_forked_v1.json").read_text())
     assert doc["$id"] == "event_session_forked_v1" and doc["additionalProperties"] is False
+
+
+def test_a_fork_without_a_change_does_what_the_parent_did(workspace: Path,
+                                                          run_request: RunRequest) -> None:
+    """At every resume point, including a rework attempt: the state read back from the log
+    is what the live run had (a wrong feedback, plan or report would change a request)."""
+    parent = run_request(faults="reviewer_fail_once")
+    points = fork_points(parent.events)
+    assert [(p.stage, p.attempt) for p in points] == [
+        ("LEAD", 1), ("PLAN", 1), ("WORK", 1), ("REVIEW", 1), ("WORK", 2), ("REVIEW", 2)]
+    for p in points:
+        # the same fault while the failing first review is still ahead; none after it
+        faults = "reviewer_fail_once" if p.attempt == 1 else None
+        _rt, events, result = _fork(workspace, parent.session_id, p.at, faults)
+        assert not isinstance(result, Err), result
+        d = diff_events(parent.events, events, (parent.session_id, events[0].session_id))
+        changed = [(r.kind, r.step) for r in d.rows if r.kind != "same"]
+        assert changed == [("only_b", ("system", "session.forked"))], (p, changed)
+
+
+def test_a_fork_of_a_fork_reruns(workspace: Path, parent: Run) -> None:
+    _, first, _ = _fork(workspace, parent.session_id, WORK, "hook_deny")
+    later = next(p for p in fork_points(first) if p.at > WORK + 1)
+    _rt, second, _ = _fork(workspace, first[0].session_id, later.at, "reviewer_fail")
+    assert [e.type for e in second].count("session.forked") == 2
+    again = rerun(Runtime.from_workspace(workspace), second[0].session_id)
+    assert not isinstance(again, Err), again
+    assert again.value.verified, again.value.verdict()
