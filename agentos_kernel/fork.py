@@ -163,7 +163,7 @@ def _state(rt: Runtime, prefix: list[Event], stage: str, attempt: int
         if e.type == "hook.fired" and p.get("hook") == "UserPromptSubmit" \
                 and isinstance(p.get("output"), dict) and "prompt" in p["output"]:
             prompt = p["output"]["prompt"]
-    last = {t: _payload(e) for e in prefix for t in (e.type,)}
+    last = {e.type: _payload(e) for e in prefix}  # the latest payload of each type
     skill, allowed = None, frozenset()
     if "skill.invoke" in last:
         name = last["skill.invoke"].get("skill")
