@@ -13,9 +13,10 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from . import __version__
-from .errors import ContractError, Err
+from .errors import ContractError, Err, Result
 from .events import LogError, check_session_id
 from .jsonshape import printable
 from .kernel import Runtime
@@ -44,17 +45,23 @@ def _runtime(args: argparse.Namespace) -> Runtime:
                                   faults=faults)
 
 
-def _print_run(rt: Runtime, session_id: str) -> None:
-    for line in trace_lines(rt.events(session_id)):
+def _print_run(rt: Runtime, session_id: str, trace: bool = True) -> str | None:
+    """Print the trace (unless `trace` is False); the log's close reason (None when the
+    session has no close)."""
+    events = rt.events(session_id)
+    for line in trace_lines(events) if trace else ():
         print(line)
+    close = next((e.payload for e in reversed(events) if e.type == "session.close"), None)
+    return close.get("reason") if isinstance(close, dict) else None
 
 
 @contextlib.contextmanager
-def _live(rt: Runtime, live: LiveTrace | None) -> Iterator[None]:
-    """Print the trace while the run goes on (nothing for --json)."""
-    if live is None:
+def live_trace(rt: Runtime, as_json: bool) -> Iterator[None]:
+    """Print the trace while the run goes on, each event as it is logged (not for --json)."""
+    if as_json:
         yield
         return
+    live = LiveTrace()
     try:
         with rt.watching(live):
             yield
@@ -71,8 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_cycle(rt: Runtime, args: argparse.Namespace) -> int:
-    live = None if args.json else LiveTrace()
-    with _live(rt, live):
+    with live_trace(rt, args.json):
         result = rt.run_cycle(args.cycle, args.prompt, session_id=args.session, mode=args.mode)
     if isinstance(result, Err):  # refused before a session existed: unknown cycle or mode, id taken
         raise UsageError(result.error.message)
@@ -88,19 +94,26 @@ def _run_cycle(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 def _run(rt: Runtime, prompt: str, session: str | None, as_json: bool) -> tuple[int, str]:
-    live = None if as_json else LiveTrace()
-    with _live(rt, live):
+    with live_trace(rt, as_json):
         result = rt.handle_user_request(prompt, session_id=session)
+    return report_run(rt, result, as_json, streamed=True)
+
+
+def report_run(rt: Runtime, result: Result[Any], as_json: bool,
+               streamed: bool = False) -> tuple[int, str]:
+    """Print a finished request (the trace unless `streamed` already printed it, log,
+    verdict; or the snapshot as JSON): exit code, id."""
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
     if sid is None:  # refused before a session existed (e.g. the id is taken)
         raise UsageError(result.error.message)
     if as_json:
         print(json.dumps(rt.replay(sid).to_dict(), indent=2, ensure_ascii=False))
     else:
+        reason = _print_run(rt, sid, trace=not streamed)
         print()
         print(f"session {sid}: log {rt.store.path(sid)}")
-        if isinstance(result, Err):
-            print(f"NOT ok: {result.error}")
+        if isinstance(result, Err):  # the log's reason: the final code and the root cause
+            print(f"NOT ok: {reason or result.error}")
         else:
             print(f"ok: {result.value.output}")
     return (EXIT_NOT_OK if isinstance(result, Err) else EXIT_OK), sid
@@ -232,6 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import cli_log  # replay, events, verify: the commands that read a log
     cli_log.add_commands(sub)
+    from . import cli_fork  # fork and diff
+    cli_fork.add_commands(sub)
 
     p = sub.add_parser("rerun", help="run a recorded session again on its recorded model answers and "
                                      "tool results (no side effects) and compare the two logs")

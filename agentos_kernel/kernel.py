@@ -23,8 +23,8 @@ from .providers.base import Provider
 from .providers.faults import FaultPlan
 from .providers.openai_compat import OpenAICompatProvider
 from .providers.scripted import ScriptedProvider
-from .pwr import run_pwr
-from .recorder import SessionLog
+from .pwr import Resume, run_pwr
+from .recorder import SessionLog, root_cause_note
 from .replay import Snapshot, replay_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
@@ -273,10 +273,18 @@ class Runtime:
             log.append("skill.invoke", "system", {
                 "skill": skill.name, "trigger": trigger, "file": skill.file,
                 "allowed_tools": [t for t in skill.allowed_tools if t in s.allowed_tools]})
+        return self.run_passes(s, prompt)
+
+    def run_passes(self, s: Session, prompt: str, resume: Resume | None = None
+                   ) -> Result[RunResult]:
+        """The plan-work-review passes until the Stop hook ends them, then the close; a fork
+        (fork.py) enters here with `resume`, the first pass picked up where its log ends."""
+        log = s.log
         previous = None
         reason = None
         for iteration in range(1, self.profile.max_iterations + 1):
-            outcome = run_pwr(s, prompt, previous=previous)
+            outcome = run_pwr(s, prompt, previous=previous, resume=resume)
+            resume = None
             if isinstance(outcome, Err):
                 return self._close(s, outcome)
             gate, _ = self.hooks.fire("Stop", {"session_id": s.session_id, "ok": True,
@@ -298,7 +306,10 @@ class Runtime:
         if ok:
             payload["output"] = result.value.report["output"]
         else:
-            payload["reason"] = f"{result.error.code}: {result.error.message}"
+            # The code that ended the run, and the first one that failed closed: after a
+            # denied tool the run goes on and may end in HUMAN_ESCALATION 40 events later.
+            payload["reason"] = (f"{result.error.code}: {result.error.message}"
+                                 f"{root_cause_note(s.log.root_cause)}")
         if reason:
             payload["reason"] = reason
         s.log.append("session.close", "system", payload)

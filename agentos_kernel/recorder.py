@@ -22,6 +22,7 @@ from .schemas import SchemaRegistry, Violation
 EVENT_SCHEMAS: dict[str, str] = {
     "session.start": "event_session_start_v1",
     "session.close": "event_session_close_v1",
+    "session.forked": "event_session_forked_v1",
     "hook.fired": "event_hook_fired_v1",
     "skill.invoke": "event_skill_invoke_v1",
     "skill.complete": "event_skill_complete_v1",
@@ -51,6 +52,10 @@ EVENT_SCHEMAS: dict[str, str] = {
     "workflow.aborted": "event_workflow_aborted_v1",
 }
 
+CHECKED_ON_USE = frozenset({"session.forked"})
+"""Event types added after workspaces were made with `agentos init`: their payload schema is
+required only by the command that writes them (fork), so an older workspace still loads."""
+
 # Which spec layer each event type belongs to (for traces, timelines and the stepper).
 LAYERS: dict[str, str] = {
     "session": "L4", "event": "L4", "hook": "L6", "skill": "L5", "agent": "L3",
@@ -65,6 +70,23 @@ def layer_of(event: Event) -> str:
     if event.type == "domain.error" and isinstance(event.payload, dict):
         return str(event.payload.get("layer", "L4"))
     return LAYERS.get(event.type.split(".", 1)[0], "L4")
+
+
+def failure_code(event: Event) -> str | None:
+    """The fail-closed code an event records (domain.error's code; SCHEMA_INVALID for a
+    schema.violation), else None. The first such event of a log is its root cause: a later
+    HUMAN_ESCALATION or a cascade of retries only reports what that event started."""
+    if event.type == "schema.violation":
+        return "SCHEMA_INVALID"
+    if event.type == "domain.error" and isinstance(event.payload, dict):
+        code = event.payload.get("code")
+        return code if isinstance(code, str) else None
+    return None
+
+
+def root_cause_note(root: tuple[str, int] | None) -> str:
+    """` (root cause: GATE_DENIED at event 18)`, or "" when nothing failed closed."""
+    return f" (root cause: {root[0]} at event {root[1]})" if root else ""
 
 
 class SessionLog:
@@ -100,6 +122,8 @@ class SessionLog:
         self.gates = gates
         """Called with each event just before it is appended (a live stepper pauses here);
         a gate that raises leaves the log as it was (nothing appended, seq not used)."""
+        self.root_cause: tuple[str, int] | None = None
+        """(code, seq) of the first event that failed closed (see `failure_code`), if any."""
 
     @classmethod
     def resume(cls, store: EventStore, schemas: SchemaRegistry, clock: Clock, ids: Ids,
@@ -148,6 +172,8 @@ class SessionLog:
                 self.seq, self._chain = before
                 raise
         self.store.append(event)
+        if self.root_cause is None and (code := failure_code(event)) is not None:
+            self.root_cause = (code, self.seq)
         for watch in self.watchers:
             watch(event)
         return event

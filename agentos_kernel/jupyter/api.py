@@ -64,6 +64,27 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
                       error=result.error if isinstance(result, Err) else None)
 
 
+def fork_agent(target: str, *, profile: str | None = None, faults: str | None = None,
+               session: str | None = None, workspace: Path | str | None = None) -> AgentRun:
+    """`%agent --fork ID@K`: a new session beginning with the parent's first K events, then
+    `session.forked`, then the rest of the request run live (fork.py), read back."""
+    from ..fork import fork, parse_target
+
+    try:
+        parent, at = parse_target(target)
+    except ValueError as exc:
+        raise WorkbenchError(str(exc)) from None
+    plan = load_fault_plan(faults) if faults else None
+    rt = Runtime.from_workspace(workspace, profile=profile, faults=plan)
+    result = fork(rt, parent, at, session_id=session, faults=faults)
+    if isinstance(result, Err) and result.error.session_id is None:
+        raise WorkbenchError(result.error.message)  # refused before a session existed
+    sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
+    return _read_back(rt, sid, "", ok=not isinstance(result, Err),
+                      output=None if isinstance(result, Err) else result.value.output,
+                      error=result.error if isinstance(result, Err) else None)
+
+
 def _run_cycle(rt: Runtime, cycle: str, prompt: str, session: str | None, mode: str | None) -> AgentRun:
     result = rt.run_cycle(cycle, prompt, session_id=session, mode=mode)
     if isinstance(result, Err):  # an unknown cycle or mode, or a taken id: no session exists
