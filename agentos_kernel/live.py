@@ -41,9 +41,11 @@ class LiveRun:
 
     def __init__(self, rt: Any, prompt: str, *, layers: Collection[str] | None = None,
                  session_id: str | None = None, human: HumanHook | None = None,
-                 cycle: str | None = None) -> None:
+                 cycle: str | None = None, mode: str | None = None) -> None:
         self.rt, self.prompt, self.session_id, self.cycle = rt, prompt, session_id, cycle
-        self.layers = frozenset(layers) if layers else None
+        self.mode = mode
+        self._layers: frozenset[str] | None = None
+        self.layers = layers
         self.human = human
         self.result: Any = None
         """What handle_user_request (or run_cycle) returned, once done."""
@@ -104,7 +106,8 @@ class LiveRun:
         try:
             with self.rt.watching(self._gate, before=True):
                 if self.cycle is not None:
-                    self.result = self.rt.run_cycle(self.cycle, self.prompt, session_id=self.session_id)
+                    self.result = self.rt.run_cycle(self.cycle, self.prompt, session_id=self.session_id,
+                                                    mode=self.mode)
                 else:
                     self.result = self.rt.handle_user_request(self.prompt, session_id=self.session_id)
         except BaseException as exc:  # reported to the driver; the session was closed by guarded
@@ -115,7 +118,8 @@ class LiveRun:
                 self._cond.notify_all()
 
     def _gate(self, event: Event) -> None:
-        if self.layers is not None and layer_of(event) not in self.layers:
+        layers = self._layers
+        if layers is not None and layer_of(event) not in layers:
             return
         with self._cond:
             if self._free:
@@ -151,3 +155,12 @@ class LiveRun:
         if isinstance(r, Err):
             return r.error.session_id
         return getattr(getattr(r, "value", None), "session_id", None) or self.session_id
+
+    @property
+    def layers(self) -> frozenset[str] | None:
+        """Layers it pauses at (None: all; empty: none); set it any time, the next event sees it."""
+        return self._layers
+
+    @layers.setter
+    def layers(self, value: Collection[str] | None) -> None:
+        self._layers = frozenset(value) if value is not None else None

@@ -18,6 +18,8 @@ from .bus import HookDecision, HookHandler, thaw
 
 ANSWER_MARGIN_S = 1.0
 """The bus's own timeout is this much longer, so the hook's clearer deny is the one logged."""
+EDITABLE = {"PreToolUse": "args", "PhaseAdvance": "to_phase"}
+"""The field of each hook's input a person may change (the caller's schema checks it)."""
 
 
 @dataclass
@@ -54,6 +56,8 @@ class HumanHook:
                  on_question: Callable[[Question], None] | None = None) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        if hook not in EDITABLE:
+            raise ValueError(f"a person can answer {', '.join(EDITABLE)}, not {hook!r}")
         self.hook, self.timeout_s, self.on_question = hook, timeout_s, on_question
         self.pending: Question | None = None
         """The question waiting for an answer, if any."""
@@ -96,7 +100,13 @@ class HumanHook:
         """Refuse the pending call (the reason is logged)."""
         return self._give(HookDecision("deny", reason or "denied by a person"))
 
-    def edit(self, args: dict[str, Any], reason: str = "arguments edited by a person") -> bool:
-        """Let the call through with other arguments (a transform: the tool's input schema
-        checks them before the tool runs; arguments it refuses are a deny)."""
-        return self._give(HookDecision("transform", reason, {"args": dict(args)}))
+    def edit(self, value: Any, reason: str = "edited by a person") -> bool:
+        """Let it through changed: other `args` for PreToolUse (the tool's input schema checks
+        them), another `to_phase` for PhaseAdvance (it must be a phase of the cycle); a value
+        the check refuses is a deny."""
+        return self._give(HookDecision("transform", reason, {EDITABLE[self.hook]: value}))
+
+    @property
+    def field(self) -> str:
+        """The input field `edit` changes."""
+        return EDITABLE[self.hook]

@@ -31,24 +31,27 @@ LAYERS = tuple(f"L{i}" for i in range(1, 9))
 
 class LiveStepper(W.VBox):
     """Run `prompt` live: Next appends the pending event; the layer boxes choose where it
-    pauses; Allow / Deny / Allow edited answer the HumanHook at PreToolUse; Run to end stops
-    pausing. Drivable from Python (`next()`, `allow()`, `deny()`, `edit(args)`, `finish()`)."""
+    pauses; Allow / Deny / Allow edited answer the HumanHook (at PreToolUse, or at
+    PhaseAdvance for an L8 `cycle`); Run to end stops pausing. Drivable from Python
+    (`next()`, `allow()`, `deny()`, `edit(value)`, `finish()`)."""
 
     def __init__(self, prompt: str, *, workspace: Path | str | None = None,
                  profile: str | None = None, faults: str | None = None,
                  layers: Collection[str] | None = None, human: bool = True,
-                 timeout_s: float = 60.0, session_id: str | None = None) -> None:
+                 timeout_s: float = 60.0, session_id: str | None = None,
+                 cycle: str | None = None, mode: str | None = None) -> None:
         plan = load_fault_plan(faults) if faults else None
         self.runtime = Runtime.from_workspace(workspace, profile=profile, faults=plan)
-        self.human = HumanHook("PreToolUse", timeout_s=timeout_s) if human else None
+        gate = "PhaseAdvance" if cycle else "PreToolUse"
+        self.human = HumanHook(gate, timeout_s=timeout_s) if human else None
         if self.human is not None:
-            self.runtime.hooks.register("PreToolUse", self.human.handler())
-        chosen = set(layers) if layers else set(LAYERS)
+            self.runtime.hooks.register(gate, self.human.handler())
+        chosen = set(layers) if layers is not None else set(LAYERS)
         unknown = sorted(chosen - set(LAYERS))
         if unknown:
             raise ValueError(f"unknown layer(s) {', '.join(unknown)}; use {', '.join(LAYERS)}")
         self.live = LiveRun(self.runtime, prompt, layers=chosen, session_id=session_id,
-                            human=self.human)
+                            human=self.human, cycle=cycle, mode=mode)
         self.logged: list[Event] = []
         """Events appended so far, in order."""
         self.next_button = W.Button(description="Next ▶", tooltip="append the pending event")
@@ -100,9 +103,10 @@ class LiveStepper(W.VBox):
     def deny(self, reason: str = "denied by the instructor") -> None:
         self._answer(lambda h: h.deny(reason))
 
-    def edit(self, args: dict[str, Any]) -> None:
-        """Allow the pending call with `args` instead (its input schema checks them)."""
-        self._answer(lambda h: h.edit(args))
+    def edit(self, value: Any) -> None:
+        """Allow it changed: other args for a tool call (its input schema checks them),
+        another to_phase for a phase advance."""
+        self._answer(lambda h: h.edit(value))
 
     @property
     def session_id(self) -> str | None:
@@ -117,14 +121,16 @@ class LiveStepper(W.VBox):
 
     def _edit_from_editor(self) -> None:
         try:
-            args = json.loads(self.args_editor.value)
+            value = json.loads(self.args_editor.value)
         except json.JSONDecodeError as exc:
             self.question_view.value += f'<div style="color:#cf222e">not JSON: {esc(exc)}</div>'
             return
-        if not isinstance(args, dict):
-            self.question_view.value += '<div style="color:#cf222e">the args must be a JSON object</div>'
+        want = dict if self.human is not None and self.human.field == "args" else str
+        if not isinstance(value, want):
+            self.question_view.value += (f'<div style="color:#cf222e">the {esc(self.human.field)} must be '
+                                         f'a JSON {"object" if want is dict else "string"}</div>')
             return
-        self.edit(args)
+        self.edit(value)
 
     def _set_layers(self) -> None:
         self.live.layers = frozenset(k for k, box in self.layer_boxes.items() if box.value)
@@ -157,10 +163,13 @@ class LiveStepper(W.VBox):
         q = p.question
         self.question_box.layout.display = "" if q is not None else "none"
         if q is not None:
-            self.question_view.value = (
-                f"<b>{esc(q.hook)}: a person decides</b> — tool <code>{esc(q.data.get('tool'))}</code>; "
-                f"no answer within {q.timeout_s:g} s is a deny")
-            self.args_editor.value = json.dumps(q.data.get("args"), ensure_ascii=False)
+            what = (f"tool <code>{esc(q.data.get('tool'))}</code>" if q.hook == "PreToolUse" else
+                    f"cycle <code>{esc(q.data.get('cycle_id'))}</code>: "
+                    f"{esc(q.data.get('from_phase'))} → {esc(q.data.get('to_phase'))}")
+            self.question_view.value = (f"<b>{esc(q.hook)}: a person decides</b> — {what}; "
+                                        f"no answer within {q.timeout_s:g} s is a deny")
+            field = self.human.field if self.human is not None else "args"
+            self.args_editor.value = json.dumps(q.data.get(field), ensure_ascii=False)
         self.trace_view.value = ("<pre class='agentos-live-trace' style='max-height:16em;overflow:auto'>"
                                  + esc("\n".join(line(e) for e in self.logged[-40:])) + "</pre>")
 
@@ -171,4 +180,9 @@ class LiveStepper(W.VBox):
         if r is None:
             return "no result"
         err = getattr(r, "error", None)
-        return f"NOT ok: {err.code}: {err.message}" if err is not None else f"ok: {r.value.output}"
+        if err is not None:
+            return f"NOT ok: {err.code}: {err.message}"
+        v = r.value
+        if hasattr(v, "verdict"):  # an L8 cycle's CycleResult
+            return f"{'ok' if v.ok else 'NOT ok'}: cycle {v.cycle_id} verdict {v.verdict}: {v.reason}"
+        return f"ok: {v.output}"

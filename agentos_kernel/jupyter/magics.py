@@ -83,8 +83,8 @@ AGENT.add_argument("--mode", metavar="MODE",
 AGENT.add_argument("--live", action="store_true",
                    help="print each event's trace line as it is logged (see a slow model work)")
 AGENT.add_argument("--step", action="store_true",
-                   help="run live, paused before each event (a LiveStepper; a person allows or "
-                        "denies each tool call)")
+                   help="run live, paused before each event (a LiveStepper; a person allows, "
+                        "denies or edits each tool call, or with --cycle each phase advance)")
 AGENT.add_argument("--layer", action="append", metavar="L", choices=[f"L{i}" for i in range(1, 9)],
                    help="with --step: pause only at this layer (repeat for more), e.g. --layer L1")
 AGENT.add_argument("--fork", metavar="ID@K",
@@ -158,12 +158,13 @@ class AgentMagics(Magics):
         if args.layer and not args.step:
             AGENT.error("--layer applies to --step: add --step")
         if args.step:
-            if args.cycle or args.live:
-                AGENT.error("--step runs one request: drop --cycle and --live")
+            if args.live:
+                AGENT.error("--step shows the trace in the widget: drop --live")
             from .livestep import LiveStepper  # ipywidgets loads here, on first use
 
             return LiveStepper(prompt, workspace=args.workspace, profile=args.profile,
-                               faults=args.faults, layers=args.layer, session_id=args.session)
+                               faults=args.faults, layers=args.layer, session_id=args.session,
+                               cycle=args.cycle, mode=args.mode)
         run = api.run_agent(prompt, profile=args.profile, faults=args.faults, session=args.session,
                             workspace=args.workspace, cycle=args.cycle, mode=args.mode,
                             live=args.live)

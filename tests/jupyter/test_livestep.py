@@ -94,5 +94,34 @@ def test_agent_step_options_are_checked(ip) -> None:
         ip.run_line_magic("agent", '--step --layer L9 "hello"')
     with pytest.raises(UsageError, match="--layer applies to --step"):
         ip.run_line_magic("agent", '--layer L1 "hello"')
-    with pytest.raises(UsageError, match="--step runs one request"):
-        ip.run_line_magic("agent", '--step --cycle code-review "hello"')
+    with pytest.raises(UsageError, match="--step shows the trace in the widget"):
+        ip.run_line_magic("agent", '--step --live "hello"')
+
+
+def test_a_cycle_asks_a_person_at_each_phase_advance(ip) -> None:
+    w = ip.run_line_magic("agent", '--step --layer L8 --cycle code-review "review the change in auth.py"')
+    while w.pause.question is None and not w.pause.done:
+        w.next()
+    q = w.pause.question
+    assert q is not None and q.hook == "PhaseAdvance" and "review → report" in w.question_view.value
+    assert json.loads(w.args_editor.value) == "report"
+    w.deny_button.click()
+    w.finish()
+    human = [e for e in w.logged if e.actor == "human"]
+    assert human and human[0].payload["hook"] == "PhaseAdvance" and human[0].payload["decision"] == "deny"
+    assert any(e.type == "workflow.aborted" for e in w.logged)
+    assert ("NOT ok: cycle code-review verdict abort: PhaseAdvance denied review -&gt; report"
+            in w.event_view.value)
+
+
+def test_an_edited_phase_must_be_a_phase_of_the_cycle(ws: Path) -> None:
+    w = LiveStepper("review the change in auth.py", workspace=ws, cycle="code-review", layers=set())
+    assert w.pause.question is not None
+    w.args_editor.value = '"nowhere"'
+    w.edit_button.click()
+    w.finish()
+    human = [e for e in w.logged if e.actor == "human"]
+    assert human[0].payload["decision"] == "transform"
+    assert any(e.type == "schema.violation" or e.type == "workflow.aborted" for e in w.logged)
+    assert not any(e.type == "workflow.phase_advanced" and e.payload["to_phase"] == "nowhere"
+                   for e in w.logged)
