@@ -21,6 +21,7 @@ _LAZY = {
     "LogDiff": "diffview", "DiffView": "diffview", "diff_sessions": "diffview",
     "cost_whatif": "whatif", "CostWhatIf": "whatif",
     "LayerStepper": "widgets", "ReplayScrubber": "widgets", "diff_snapshots": "widgets",
+    "LiveStepper": "livestep",
 }
 
 __all__ = sorted([*_LAZY, "load_ipython_extension"])
