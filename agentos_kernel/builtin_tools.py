@@ -1,14 +1,19 @@
 """Builtin L1 tools: echo, read_file, write_file (protected write), list_dir.
 
 File tools are confined to the workspace: a path that escapes it (`..`, an absolute path,
-a symlink pointing out) is `PATH_DENIED`, and the event logs under `sessions/` cannot be
-written. Every path in a result is relative, so logs do not depend on where the
-workspace lives (byte-identical logs across machines in deterministic mode).
+a symlink pointing out), or that no file system could hold (a NUL, a name over NAME_MAX
+bytes, a path over PATH_MAX), is `PATH_DENIED`, and the event logs under `sessions/`
+cannot be written. list_dir leaves out links that lead outside. Every path in a result or
+an error is relative, so logs do not depend on where the workspace lives (byte-identical
+logs across machines in deterministic mode).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import reprlib
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,9 @@ from .errors import DomainError, Err, ErrorCode, Ok, Result
 from .tools import ToolContext, ToolDef
 
 MAX_READ_BYTES = 1_000_000
+NAME_MAX, PATH_MAX = 255, 4096  # Linux's limits, in bytes
+_ARG = reprlib.Repr()
+_ARG.maxstring = 120  # a path argument in a message: long enough to read, never 4 KB
 
 
 def sha256_of(text: str) -> str:
@@ -23,17 +31,33 @@ def sha256_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _denied(rel: str, why: str) -> Err:
+    return Err(DomainError("gate", ErrorCode.PATH_DENIED, f"path {_ARG.repr(rel)} {why}"))
+
+
 def _confine(ctx: ToolContext, rel: str, *, writing: bool = False) -> Path | Err:
+    if "\0" in rel:
+        return _denied(rel, "contains a NUL character; no file name can")
+    if len(rel.encode("utf-8", "surrogatepass")) > PATH_MAX or any(
+            len(part.encode("utf-8", "surrogatepass")) > NAME_MAX for part in rel.split("/")):
+        return _denied(rel, f"is too long: at most {NAME_MAX} bytes per name and {PATH_MAX} in all")
     root = ctx.workspace.resolve()
-    target = (root / rel).resolve()
+    try:
+        target = (root / rel).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, an unencodable name
+        return _denied(rel, f"cannot be resolved ({type(exc).__name__})")
     if not target.is_relative_to(root):
-        return Err(DomainError("gate", ErrorCode.PATH_DENIED,
-                               f"path {rel!r} escapes the workspace; use a path inside it"))
+        return _denied(rel, "escapes the workspace; use a path inside it")
     parts = target.relative_to(root).parts
     if writing and parts and parts[0] in ctx.protected:
-        return Err(DomainError("gate", ErrorCode.PATH_DENIED,
-                               f"path {rel!r} is under {parts[0]}/, which tools may not write"))
+        return _denied(rel, f"is under {parts[0]}/, which tools may not write")
     return target
+
+
+def _os_error(rel: str, exc: OSError) -> Err:
+    """An OSError as a tool error naming the argument, never the absolute path."""
+    return Err(DomainError("tool", ErrorCode.TOOL_ERROR,
+                           f"{_ARG.repr(rel)}: {exc.strerror or type(exc).__name__}"))
 
 
 def _rel(ctx: ToolContext, p: Path) -> str:
@@ -48,6 +72,13 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> Result[Any]:
     target = _confine(ctx, args["path"])
     if isinstance(target, Err):
         return target
+    try:
+        return _read(args, ctx, target)
+    except OSError as exc:
+        return _os_error(args["path"], exc)
+
+
+def _read(args: dict[str, Any], ctx: ToolContext, target: Path) -> Result[Any]:
     if not target.exists():
         # A missing file reads as empty, so a first protected write can claim its hash.
         return Ok({"path": _rel(ctx, target), "content": "", "sha256": sha256_of(""),
@@ -70,6 +101,9 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> Result[Any]:
 def protected_write(path: Path, new_text: str, expected_hash: str, who: str, why: str) -> Result[Any]:
     """The spec's protected write, stricter on one point: an empty `expected_hash` is only
     accepted for a file that does not exist yet (the spec's version skips the check)."""
+    if path.exists() and not path.is_file():  # a directory, or a FIFO that would block the read
+        return Err(DomainError("tool", ErrorCode.TOOL_ERROR, f"{who}: {why}: {path.name!r} is not a "
+                                                             "regular file"))
     current = path.read_text(encoding="utf-8") if path.exists() else ""
     if expected_hash or path.exists():
         actual = sha256_of(current)
@@ -79,9 +113,15 @@ def protected_write(path: Path, new_text: str, expected_hash: str, who: str, why
                                    f"… does not match the file's current sha256 {actual[:12]}…; "
                                    "read the file again and retry with its hash"))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".agentos-tmp")
-    tmp.write_text(new_text, encoding="utf-8")
-    tmp.replace(path)  # atomic: a crash never leaves a half-written file
+    # A new file of our own (O_EXCL): a fixed temp name could be a planted symlink pointing out.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:200]}.", suffix=".agentos-tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(new_text)
+        os.replace(tmp, path)  # atomic: a crash never leaves a half-written file
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return Ok({"path": str(path), "hash": sha256_of(new_text)})
 
 
@@ -90,7 +130,13 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> Result[Any]:
     if isinstance(target, Err):
         return target
     claim = args["claim"]
-    done = protected_write(target, args["content"], claim["expected_hash"], claim["who"], claim["why"])
+    try:
+        done = protected_write(target, args["content"], claim["expected_hash"], claim["who"], claim["why"])
+    except OSError as exc:
+        return _os_error(args["path"], exc)
+    except UnicodeDecodeError:  # the current content, read for its hash
+        return Err(DomainError("tool", ErrorCode.TOOL_ERROR, f"{_ARG.repr(args['path'])} is not "
+                                                             "UTF-8 text"))
     if isinstance(done, Err):
         return done
     return Ok({"path": _rel(ctx, target), "sha256": done.value["hash"],
@@ -98,18 +144,34 @@ def write_file(args: dict[str, Any], ctx: ToolContext) -> Result[Any]:
 
 
 def list_dir(args: dict[str, Any], ctx: ToolContext) -> Result[Any]:
-    target = _confine(ctx, args.get("path", "."))
+    rel = args.get("path", ".")
+    target = _confine(ctx, rel)
     if isinstance(target, Err):
         return target
     if not target.is_dir():
-        return Err(DomainError("tool", ErrorCode.TOOL_ERROR, f"{args.get('path')!r} is not a directory"))
+        return Err(DomainError("tool", ErrorCode.TOOL_ERROR, f"{_ARG.repr(rel)} is not a directory"))
+    root = ctx.workspace.resolve()
     entries = []
-    for p in sorted(target.iterdir(), key=lambda x: x.name):
-        if p.name.startswith("."):
-            continue
-        kind = "dir" if p.is_dir() else "file"
-        entries.append({"name": p.name, "kind": kind, "size": p.stat().st_size if kind == "file" else 0})
+    try:
+        for p in sorted(target.iterdir(), key=lambda x: x.name):
+            if p.name.startswith("."):
+                continue
+            if p.is_symlink() and not _inside(p, root):
+                continue  # a link out (or a dangling one): not even its size is read
+            kind = "dir" if p.is_dir() else "file"
+            entries.append({"name": p.name, "kind": kind,
+                            "size": p.stat().st_size if kind == "file" else 0})
+    except OSError as exc:
+        return _os_error(rel, exc)
     return Ok({"path": _rel(ctx, target), "entries": entries})
+
+
+def _inside(link: Path, root: Path) -> bool:
+    try:
+        real = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    return real.is_relative_to(root)
 
 
 BUILTIN_TOOLS = (

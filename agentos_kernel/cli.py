@@ -8,19 +8,23 @@ config, workspace or unknown session; 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from . import __version__
-from .errors import ContractError, Err
+from .errors import ContractError, Err, Result
 from .events import LogError, check_session_id
+from .jsonshape import printable
 from .kernel import Runtime
+from .livetrace import LiveTrace
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
 from .trace import trace_lines
 from .validate import validate
-from .workspace import CONTRACT_DIRS, reference_dir
+from .workspace import InitError, create_workspace
 
 CANONICAL = "hello, greet Ada"
 EXIT_OK, EXIT_NOT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -47,9 +51,28 @@ def _runtime(args: argparse.Namespace) -> Runtime:
     return rt
 
 
-def _print_run(rt: Runtime, session_id: str) -> None:
-    for line in trace_lines(rt.events(session_id)):
+def _print_run(rt: Runtime, session_id: str, trace: bool = True) -> str | None:
+    """Print the trace (unless `trace` is False); the log's close reason (None when the
+    session has no close)."""
+    events = rt.events(session_id)
+    for line in trace_lines(events) if trace else ():
         print(line)
+    close = next((e.payload for e in reversed(events) if e.type == "session.close"), None)
+    return close.get("reason") if isinstance(close, dict) else None
+
+
+@contextlib.contextmanager
+def live_trace(rt: Runtime, as_json: bool) -> Iterator[None]:
+    """Print the trace while the run goes on, each event as it is logged (not for --json)."""
+    if as_json:
+        yield
+        return
+    live = LiveTrace()
+    try:
+        with rt.watching(live):
+            yield
+    finally:
+        live.close()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -66,14 +89,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_cycle(rt: Runtime, args: argparse.Namespace) -> int:
-    result = rt.run_cycle(args.cycle, args.prompt, session_id=args.session, mode=args.mode)
+    with live_trace(rt, args.json):
+        result = rt.run_cycle(args.cycle, args.prompt, session_id=args.session, mode=args.mode)
     if isinstance(result, Err):  # refused before a session existed: unknown cycle or mode, id taken
         raise UsageError(result.error.message)
     c = result.value
     if args.json:
         print(json.dumps(rt.replay(c.session_id).to_dict(), indent=2, ensure_ascii=False))
     else:
-        _print_run(rt, c.session_id)
         print()
         print(f"session {c.session_id}: log {c.log_path}")
         print(f"cycle {c.cycle_id}: {' -> '.join(c.visited) or '(not started)'}")
@@ -82,18 +105,26 @@ def _run_cycle(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 def _run(rt: Runtime, prompt: str, session: str | None, as_json: bool) -> tuple[int, str]:
-    result = rt.handle_user_request(prompt, session_id=session)
+    with live_trace(rt, as_json):
+        result = rt.handle_user_request(prompt, session_id=session)
+    return report_run(rt, result, as_json, streamed=True)
+
+
+def report_run(rt: Runtime, result: Result[Any], as_json: bool,
+               streamed: bool = False) -> tuple[int, str]:
+    """Print a finished request (the trace unless `streamed` already printed it, log,
+    verdict; or the snapshot as JSON): exit code, id."""
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
     if sid is None:  # refused before a session existed (e.g. the id is taken)
         raise UsageError(result.error.message)
     if as_json:
         print(json.dumps(rt.replay(sid).to_dict(), indent=2, ensure_ascii=False))
     else:
-        _print_run(rt, sid)
+        reason = _print_run(rt, sid, trace=not streamed)
         print()
         print(f"session {sid}: log {rt.store.path(sid)}")
-        if isinstance(result, Err):
-            print(f"NOT ok: {result.error}")
+        if isinstance(result, Err):  # the log's reason: the final code and the root cause
+            print(f"NOT ok: {reason or result.error}")
         else:
             print(f"ok: {result.value.output}")
     return (EXIT_NOT_OK if isinstance(result, Err) else EXIT_OK), sid
@@ -157,6 +188,11 @@ def cmd_run_scenarios(args: argparse.Namespace) -> int:
         runs = run_scenarios(args.log_dir, scenarios)
     except FileExistsError as exc:
         raise UsageError(str(exc)) from None
+    except (OSError, ValueError) as exc:  # LOG_DIR is a file, holds a NUL, is too long ...
+        if isinstance(exc, ContractError):
+            raise
+        raise UsageError(f"{str(args.log_dir)!r}: cannot write the logs there "
+                         f"({getattr(exc, 'strerror', None) or exc})") from None
     for r in runs:
         print(f"{r.id}: closed {'ok' if r.ok else 'not ok'} -> {r.log}")
     print(f"\nnext: agentos conform {args.log_dir}")
@@ -180,17 +216,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_init(args: argparse.Namespace) -> int:
     dest = Path(args.dir)
-    if (dest / "agentos.yaml").exists():
-        raise UsageError(f"{dest / 'agentos.yaml'} already exists; init will not overwrite a workspace")
-    ref = reference_dir()
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in CONTRACT_DIRS:
-        if (ref / name).is_dir():
-            shutil.copytree(ref / name, dest / name, dirs_exist_ok=False,
-                            ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(ref / "agentos.yaml", dest / "agentos.yaml")
-    copied = ", ".join(n for n in CONTRACT_DIRS if (dest / n).is_dir())
-    print(f"created workspace {dest}: agentos.yaml, {copied}")
+    try:
+        copied = create_workspace(dest)
+    except InitError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"created workspace {dest}: agentos.yaml, {', '.join(copied)}")
     print(f"next: cd {dest} && agentos validate && agentos demo")
     return EXIT_OK
 
@@ -235,6 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import cli_log  # replay, events, verify: the commands that read a log
     cli_log.add_commands(sub)
+    from . import cli_fork  # fork and diff
+    cli_fork.add_commands(sub)
 
     p = sub.add_parser("rerun", help="run a recorded session again on its recorded model answers and "
                                      "tool results (no side effects) and compare the two logs")
@@ -261,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_validate)
 
     p = sub.add_parser("init", help="create a fresh workspace with the reference contracts")
-    p.add_argument("dir", help="directory to create (must not hold an agentos.yaml)")
+    p.add_argument("dir", help="directory to create: new or without agentos.yaml and contract dirs; "
+                                "not a symlink, not inside a workspace's sessions/")
     p.set_defaults(fn=cmd_init)
 
     from .labs.commands import add_commands  # audit, conform, lab, grade
@@ -271,16 +304,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    if any(a.startswith("-") and a.endswith("=--") for a in argv or sys.argv[1:]):
+        # argparse (3.11) turns `--opt=--` into an empty list instead of the string "--"
+        parser.error("an option's value cannot be '--'; quote what you meant")
     args = parser.parse_args(argv)
     if getattr(args, "at", None) is not None and args.at < 0:
         parser.error("--at must be 0 or more")
     try:
         return args.fn(args)
     except (UsageError, ContractError, FaultPlanError, LogError) as exc:
-        print(f"agentos: error: {exc}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyError as exc:  # unknown session, profile, skill ... (the message names it)
-        print(f"agentos: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc.args[0] if exc.args else exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("agentos: interrupted; the session log was closed with reason 'interrupted'",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-from .sessionlock import SessionExists, SessionLock
+from .sessionlock import SessionExists, SessionLinked, SessionLock
 
 FsyncPolicy = Literal["never", "close", "every_n", "always"]
 FSYNC_POLICIES: tuple[FsyncPolicy, ...] = ("never", "close", "every_n", "always")
@@ -74,6 +74,10 @@ class LogWriter:
         """Lock the session (SessionLocked when another writer has it). `new=True` also
         requires that it has no log (SessionExists), `new=False` that it has one (KeyError);
         the check is made under the lock, so two claimers cannot both see the id free."""
+        for link in (path.parent, path):  # written through, a planted link lands outside sessions/
+            if link.is_symlink():
+                raise SessionLinked(f"session {session_id!r}: {link} is a symbolic link, not the "
+                                    "session's own file (remove it)")
         lock = SessionLock.acquire(path.parent, session_id)
         exists = path.is_file()
         if new is not None and exists == new:

@@ -37,7 +37,7 @@ class LogError(ValueError):
 
 def check_session_id(session_id: str) -> str | None:
     """None when `session_id` is safe as a directory name, else why it is not."""
-    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id) or ".." in session_id:
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id) or ".." in session_id:
         return (
             f"invalid session id {session_id!r}: use 1-64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit, without '..' or '/'"

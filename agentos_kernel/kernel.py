@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,13 @@ from .providers.registry import (  # noqa: F401  (key_env_of, ADAPTERS: the comp
     key_env_of,
     unknown_provider,
 )
-from .pwr import run_pwr
-from .recorder import SessionLog
+from .pwr import Resume, run_pwr
+from .recorder import SessionLog, root_cause_note
 from .replay import Snapshot, replay_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
 from .session import RunResult, Session
-from .sessionlock import SessionExists, SessionLocked
+from .sessionlock import SessionExists, SessionLinked, SessionLocked
 from .skills import SkillRegistry, discover
 from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
@@ -60,6 +60,10 @@ class Runtime:
         """A cassette file every answered model call is added to (`agentos run --record`)."""
         self.store = JsonlEventStore(workspace.sessions, profile.durability)
         self._next_n: int | None = None
+        self.watchers: list[Callable[[Event], None]] = []
+        """Called with each event of this runtime's sessions once it is logged (`watching`)."""
+        self.gates: list[Callable[[Event], None]] = []
+        """Called with each event just before it is logged (`watching(..., before=True)`)."""
 
     @classmethod
     def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,
@@ -132,8 +136,9 @@ class Runtime:
                     continue
                 if isinstance(exc, SessionLocked):
                     return Err(DomainError("lock", ErrorCode.SESSION_LOCKED, str(exc)))
+                why = str(exc) if isinstance(exc, SessionLinked) else f"session {sid!r} already exists"
                 return Err(DomainError("config", ErrorCode.SESSION_EXISTS,
-                                       f"session {sid!r} already exists; pick another --session id"))
+                                       f"{why}; pick another --session id"))
 
     def open_session(self, session_id: str | None = None) -> Session | Err:
         """A new session with its log, claimed for this writer until the log is closed (the
@@ -147,7 +152,8 @@ class Runtime:
             return sid
         det = self.profile.deterministic
         log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
-                         CounterIds() if det else RandomIds(), sid, **self._redaction())
+                         CounterIds() if det else RandomIds(), sid, watchers=self.watchers,
+                         gates=self.gates, **self._redaction())
         try:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
@@ -159,6 +165,17 @@ class Runtime:
         return Session(log=log, profile=self.profile, provider=provider, tools=self.tools,
                        hooks=self.hooks, schemas=self.schemas, agents=self.agents,
                        tool_context=ToolContext(self.workspace.root, sid))
+
+    @contextmanager
+    def watching(self, watch: Callable[[Event], None], *, before: bool = False) -> Iterator[None]:
+        """Call `watch(event)` for each event logged while inside (a live trace); with
+        `before`, just before it is appended (a live stepper)."""
+        kind = self.gates if before else self.watchers
+        kind.append(watch)
+        try:
+            yield
+        finally:
+            kind.remove(watch)
 
     def _redaction(self) -> dict[str, Any]:
         """What a session log redacts beyond the defaults: the API key (read from the env
@@ -256,10 +273,18 @@ class Runtime:
             log.append("skill.invoke", "system", {
                 "skill": skill.name, "trigger": trigger, "file": skill.file,
                 "allowed_tools": [t for t in skill.allowed_tools if t in s.allowed_tools]})
+        return self.run_passes(s, prompt)
+
+    def run_passes(self, s: Session, prompt: str, resume: Resume | None = None
+                   ) -> Result[RunResult]:
+        """The plan-work-review passes until the Stop hook ends them, then the close; a fork
+        (fork.py) enters here with `resume`, the first pass picked up where its log ends."""
+        log = s.log
         previous = None
         reason = None
         for iteration in range(1, self.profile.max_iterations + 1):
-            outcome = run_pwr(s, prompt, previous=previous)
+            outcome = run_pwr(s, prompt, previous=previous, resume=resume)
+            resume = None
             if isinstance(outcome, Err):
                 return self._close(s, outcome)
             gate, _ = self.hooks.fire("Stop", {"session_id": s.session_id, "ok": True,
@@ -281,7 +306,10 @@ class Runtime:
         if ok:
             payload["output"] = result.value.report["output"]
         else:
-            payload["reason"] = f"{result.error.code}: {result.error.message}"
+            # The code that ended the run, and the first one that failed closed: after a
+            # denied tool the run goes on and may end in HUMAN_ESCALATION 40 events later.
+            payload["reason"] = (f"{result.error.code}: {result.error.message}"
+                                 f"{root_cause_note(s.log.root_cause)}")
         if reason:
             payload["reason"] = reason
         s.log.append("session.close", "system", payload)

@@ -11,7 +11,7 @@ import yaml
 
 from .durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .errors import ContractError, Problem
-from .frontmatter import field_of
+from .frontmatter import FrontmatterError, field_of, load_yaml, yaml_problem
 from .schemas import SchemaRegistry
 
 CONFIG_NAME = "agentos.yaml"
@@ -119,18 +119,27 @@ class WorkspaceConfig:
                            f"{', '.join(sorted(self.profiles))}") from None
 
 
+# Bounded like frontmatter (depth, values, aliases) but longer: a config lists many profiles.
+MAX_CONFIG_CHARS = 4 * 1024 * 1024
+
+
 def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -> WorkspaceConfig:
     """Read and check agentos.yaml; raise ContractError naming file and field."""
     shown = shown or str(path)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        doc = load_yaml(text, max_chars=MAX_CONFIG_CHARS)
     except OSError as exc:
         raise ContractError([Problem(shown, "-", f"cannot read: {exc.strerror}")]) from None
+    except UnicodeDecodeError as exc:
+        raise ContractError([Problem(shown, "-", f"not UTF-8 text ({exc.reason} at byte "
+                                     f"{exc.start})")]) from None
+    except FrontmatterError as exc:  # out of bounds: too long, too deep, too many values
+        raise ContractError([Problem(shown, exc.field, str(exc))]) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "-"
-        raise ContractError([Problem(shown, where, f"not valid YAML: "
-                                     f"{getattr(exc, 'problem', None) or exc}")]) from None
+        line, why = yaml_problem(exc, text)
+        raise ContractError([Problem(shown, "-" if line is None else f"line {line + 1}",
+                                     f"not valid YAML: {why}")]) from None
     found = schemas.violations(doc, "workspace_config_v1")
     if found:
         raise ContractError([Problem(shown, field_of(v.path, v.message), v.message)

@@ -29,6 +29,29 @@ class PwrOutcome:
     """How many REWORK rounds it took."""
 
 
+STAGES = ("LEAD", "PLAN", "WORK", "REVIEW")
+"""The states a pass can resume at (a fork): the start of a role's turn."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where a forked session picks a pass up (fork.py): the transition into `stage` is
+    already in the log; what the earlier turns handed on is read back from it."""
+
+    stage: str
+    """LEAD, PLAN, WORK or REVIEW: the role whose turn runs first, live."""
+    attempt: int = 1
+    """The WORK/REVIEW attempt that transition began."""
+    directive: dict[str, Any] | None = None
+    """lead_directive_v1 from the log (stages after LEAD)."""
+    plan: dict[str, Any] | None = None
+    """plan_v1 from the log (stages after PLAN)."""
+    report: dict[str, Any] | None = None
+    """The worker_report_v1 under review (REVIEW)."""
+    feedback: str | None = None
+    """The last failed review's feedback (a WORK rework attempt)."""
+
+
 class Machine:
     """The PWR state, moved only through `go`, which logs the transition."""
 
@@ -42,45 +65,62 @@ class Machine:
         self.state = to
 
 
-def run_pwr(session: Any, prompt: str, *, previous: dict[str, Any] | None = None
-            ) -> Result[PwrOutcome]:
-    """One Lead -> Planner -> Worker -> Reviewer pass with bounded rework."""
+def run_pwr(session: Any, prompt: str, *, previous: dict[str, Any] | None = None,
+            resume: Resume | None = None) -> Result[PwrOutcome]:
+    """One Lead -> Planner -> Worker -> Reviewer pass with bounded rework; with `resume`,
+    the turns before `resume.stage` are taken from it instead of run."""
     m = Machine(session)
     skill = session.skill_info()
-    m.go("LEAD", "lead")
-    directive = call_role(session, session.agent("lead"), {"prompt": prompt, "skill": skill,
-                                                           "previous": previous})
-    if isinstance(directive, Err):
-        return _failed(m, directive)
-    if directive.value.get("needs_advisor"):
-        advice = _advise(m, session, {"directive": directive.value})
-        if isinstance(advice, Err):
-            return advice
-    m.go("PLAN", "planner")
-    plan = call_role(session, session.agent("planner"),
-                     {"directive": directive.value, "skill": skill, "prompt": prompt})
-    if isinstance(plan, Err):
-        return _failed(m, plan)
-    if plan.value.get("needs_advisor"):
-        advice = _advise(m, session, {"directive": directive.value, "plan": plan.value})
-        if isinstance(advice, Err):
-            return advice
+    at = STAGES.index(resume.stage) if resume else -1  # -1: nothing logged yet
+    if resume:
+        m.state = resume.stage
+    else:
+        m.go("LEAD", "lead")
+    if at <= 0:
+        directive = call_role(session, session.agent("lead"), {"prompt": prompt, "skill": skill,
+                                                               "previous": previous})
+        if isinstance(directive, Err):
+            return _failed(m, directive)
+        if directive.value.get("needs_advisor"):
+            advice = _advise(m, session, {"directive": directive.value})
+            if isinstance(advice, Err):
+                return advice
+        m.go("PLAN", "planner")
+    else:
+        directive = Ok(resume.directive)
+    if at <= 1:
+        plan = call_role(session, session.agent("planner"),
+                         {"directive": directive.value, "skill": skill, "prompt": prompt})
+        if isinstance(plan, Err):
+            return _failed(m, plan)
+        if plan.value.get("needs_advisor"):
+            advice = _advise(m, session, {"directive": directive.value, "plan": plan.value})
+            if isinstance(advice, Err):
+                return advice
+    else:
+        plan = Ok(resume.plan)
     worker, reviewer = session.agent("worker"), session.agent("reviewer")
     if worker.name == reviewer.name:
         return _failed(m, session.log.fail(DomainError(
             "gate", ErrorCode.SELF_REVIEW,
             f"agent {worker.name!r} would review its own report; the runtime refuses self-review"),
             layer="L3", actor="system"))
-    feedback: str | None = None
-    for attempt in range(1, session.profile.max_rework + 2):
-        m.go("WORK", "worker", attempt)
-        report = call_role(session, worker,
-                           {"prompt": prompt, "directive": directive.value, "plan": plan.value,
-                            "skill": skill, "feedback": feedback},
-                           tools=session.tool_specs(), allowed=session.allowed_tools)
-        if isinstance(report, Err):
-            return _failed(m, report)
-        m.go("REVIEW", "reviewer", attempt)
+    feedback: str | None = resume.feedback if resume else None
+    first = resume.attempt if resume and at >= 2 else 1
+    for attempt in range(first, session.profile.max_rework + 2):
+        resumed = attempt == first and at >= 2  # this attempt's WORK transition is logged
+        if not resumed:
+            m.go("WORK", "worker", attempt)
+        if resumed and at == 3:
+            report = Ok(resume.report)
+        else:
+            report = call_role(session, worker,
+                               {"prompt": prompt, "directive": directive.value, "plan": plan.value,
+                                "skill": skill, "feedback": feedback},
+                               tools=session.tool_specs(), allowed=session.allowed_tools)
+            if isinstance(report, Err):
+                return _failed(m, report)
+            m.go("REVIEW", "reviewer", attempt)
         review = call_role(session, reviewer, {"directive": directive.value, "plan": plan.value,
                                                "report": report.value, "author": worker.name})
         if isinstance(review, Err):

@@ -7,6 +7,7 @@ Schema violations and domain errors found at any boundary are logged here *befor
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from hashlib import sha256
 from typing import Any
@@ -21,6 +22,7 @@ from .schemas import SchemaRegistry, Violation
 EVENT_SCHEMAS: dict[str, str] = {
     "session.start": "event_session_start_v1",
     "session.close": "event_session_close_v1",
+    "session.forked": "event_session_forked_v1",
     "hook.fired": "event_hook_fired_v1",
     "skill.invoke": "event_skill_invoke_v1",
     "skill.complete": "event_skill_complete_v1",
@@ -50,6 +52,10 @@ EVENT_SCHEMAS: dict[str, str] = {
     "workflow.aborted": "event_workflow_aborted_v1",
 }
 
+CHECKED_ON_USE = frozenset({"session.forked"})
+"""Event types added after workspaces were made with `agentos init`: their payload schema is
+required only by the command that writes them (fork), so an older workspace still loads."""
+
 # Which spec layer each event type belongs to (for traces, timelines and the stepper).
 LAYERS: dict[str, str] = {
     "session": "L4", "event": "L4", "hook": "L6", "skill": "L5", "agent": "L3",
@@ -64,6 +70,23 @@ def layer_of(event: Event) -> str:
     if event.type == "domain.error" and isinstance(event.payload, dict):
         return str(event.payload.get("layer", "L4"))
     return LAYERS.get(event.type.split(".", 1)[0], "L4")
+
+
+def failure_code(event: Event) -> str | None:
+    """The fail-closed code an event records (domain.error's code; SCHEMA_INVALID for a
+    schema.violation), else None. The first such event of a log is its root cause: a later
+    HUMAN_ESCALATION or a cascade of retries only reports what that event started."""
+    if event.type == "schema.violation":
+        return "SCHEMA_INVALID"
+    if event.type == "domain.error" and isinstance(event.payload, dict):
+        code = event.payload.get("code")
+        return code if isinstance(code, str) else None
+    return None
+
+
+def root_cause_note(root: tuple[str, int] | None) -> str:
+    """` (root cause: GATE_DENIED at event 18)`, or "" when nothing failed closed."""
+    return f" (root cause: {root[0]} at event {root[1]})" if root else ""
 
 
 class SessionLog:
@@ -81,6 +104,8 @@ class SessionLog:
         chain: str | None = None,
         secrets: tuple[str, ...] = (),
         patterns: tuple[str, ...] = (),
+        watchers: Sequence[Callable[[Event], None]] = (),
+        gates: Sequence[Callable[[Event], None]] = (),
     ) -> None:
         self.store = store
         self.schemas = schemas
@@ -91,6 +116,14 @@ class SessionLog:
         self._chain = chain
         self.redact = Redactor.of(secrets, patterns)
         """What every payload, and every error this log returns, goes through first."""
+        self.watchers = watchers
+        """Called with each event once it is in the log (a live trace); read at each append,
+        so a list the owner changes is seen at once."""
+        self.gates = gates
+        """Called with each event just before it is appended (a live stepper pauses here);
+        a gate that raises leaves the log as it was (nothing appended, seq not used)."""
+        self.root_cause: tuple[str, int] | None = None
+        """(code, seq) of the first event that failed closed (see `failure_code`), if any."""
 
     @classmethod
     def resume(cls, store: EventStore, schemas: SchemaRegistry, clock: Clock, ids: Ids,
@@ -115,6 +148,7 @@ class SessionLog:
             raise InvariantViolation(
                 f"{type} payload violates {schema_id}: {found[0].path}: {found[0].message}"
             )
+        before = (self.seq, self._chain)
         self.seq += 1
         body = {
             "id": self.ids.event_id(self.session_id, self.seq),
@@ -130,7 +164,18 @@ class SessionLog:
         # Same bytes as events.chain_of(prev, event), without building the event twice.
         self._chain = sha256((self._chain or "").encode() + canonical(body)).hexdigest()
         event = Event(**body, chain=self._chain)
+        if self.gates:
+            try:
+                for gate in self.gates:
+                    gate(event)
+            except BaseException:
+                self.seq, self._chain = before
+                raise
         self.store.append(event)
+        if self.root_cause is None and (code := failure_code(event)) is not None:
+            self.root_cause = (code, self.seq)
+        for watch in self.watchers:
+            watch(event)
         return event
 
     def check(self, payload: Any, schema_id: str, *, where: str, actor: str,

@@ -183,8 +183,21 @@ def replay(events: Iterable[Event], at: int | None = None) -> Snapshot:
     for i, ev in enumerate(events):
         if at is not None and i >= at:
             break
-        fold.step(ev)
+        try:
+            fold.step(ev)
+        except _WRONG_TYPES as exc:
+            raise LogError(f"event {i + 1} ({ev.id}): {_wrong_types(ev.type, exc)}") from None
     return fold.snapshot()
+
+
+# What the fold raises on a payload whose fields have the wrong JSON types (a hand-edited or
+# foreign log: our writer checks every payload against its schema before it is appended).
+_WRONG_TYPES = (AttributeError, TypeError, ValueError, IndexError, OverflowError)
+
+
+def _wrong_types(t: object, exc: Exception) -> str:
+    return (f"payload: a field of this {t!r} event has the wrong JSON type ({exc}); "
+            "check it with `agentos verify` and `agentos audit`")
 
 
 def replay_path(path: Path, at: int | None = None,
@@ -202,15 +215,26 @@ def replay_path(path: Path, at: int | None = None,
                 break
             try:
                 d = orjson.loads(line)
-                fold.fold(d["id"], d["session_id"], d["type"], d["actor"], d["payload"])
+                t = d["type"]
+                if type(t) is not str:
+                    raise LogError(f"{path}:{lineno}: type: must be a string")
+                fold.fold(d["id"], d["session_id"], t, d["actor"], d["payload"])
+            except LogError:
+                raise
             except orjson.JSONDecodeError as exc:
                 if not line.endswith(b"\n"):  # the final segment: a torn line, set aside
                     report_torn(TornTail(Path(path), lineno, f.tell() - len(line), len(line)), on_torn)
                     break
                 raise LogError(f"{path}:{lineno}: -: not JSON ({exc})") from None
-            except (KeyError, TypeError) as exc:
+            except KeyError as exc:
                 raise LogError(f"{path}:{lineno}: {exc.args[0] if exc.args else '-'}: "
                                "required event field is missing") from None
+            except TypeError as exc:
+                if not isinstance(d, dict):
+                    raise LogError(f"{path}:{lineno}: -: an event must be a JSON object") from None
+                raise LogError(f"{path}:{lineno}: {_wrong_types(d.get('type'), exc)}") from None
+            except _WRONG_TYPES as exc:
+                raise LogError(f"{path}:{lineno}: {_wrong_types(d.get('type'), exc)}") from None
             n += 1
     return fold.snapshot()
 
@@ -218,6 +242,9 @@ def replay_path(path: Path, at: int | None = None,
 def replay_steps(events: Iterable[Event]) -> Iterable[tuple[Event, Snapshot]]:
     """Each event with the snapshot right after it (for steppers and scrubbers)."""
     fold = _Fold()
-    for ev in events:
-        fold.step(ev)
+    for i, ev in enumerate(events):
+        try:
+            fold.step(ev)
+        except _WRONG_TYPES as exc:
+            raise LogError(f"event {i + 1} ({ev.id}): {_wrong_types(ev.type, exc)}") from None
         yield ev, fold.snapshot()

@@ -16,31 +16,16 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import DomainError, Err, ErrorCode, Ok, Result
+from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Result
 from .events import Event, check_session_id, verify_chain
 from .kernel import Runtime
-from .logdiff import MISSING, first_difference, rename_session, short
+from .logdiff import Divergence, diff_events, short
 from .providers.cassette import CassetteProvider
+from .providers.faults import FaultPlanError, load_fault_plan
 from .recorded_tools import recorded_tools
 
-IGNORED = {"hook.fired": ("ms",), "llm.response": ("attempts",)}
-"""Payload fields that measure the run rather than decide it (wall time, retries)."""
 NOT_RUN = ("event.amended",)
 """Event types appended to a log after its run (corrections): not something to reproduce."""
-
-
-@dataclass(frozen=True)
-class Divergence:
-    """Where a re-run first differs from its recording."""
-
-    index: int
-    """1-based position of the first differing event in both logs (the trace's seq)."""
-    path: str
-    """What differs: `type`, `actor`, `payload.<field>...`, or `event` when one log ends first."""
-    recorded: Any
-    """The recorded value there (`<missing>` when absent)."""
-    new: Any
-    """The re-run's value there (`<missing>` when absent)."""
 
 
 @dataclass(frozen=True)
@@ -104,19 +89,46 @@ def rerun(runtime: Runtime, session_id: str, *, new_session_id: str | None = Non
                                f"session {session_id!r} cannot be re-run: its prompt was redacted "
                                "in the log (sha256 differs from prompt_sha256), so the original "
                                "input cannot be re-created"))
-    copy = _runtime_for(runtime, start.payload.get("profile"))
+    # A fork (fork.py) is re-run as it ran: its prefix copied, then the live part played back.
+    # (the last session.forked: a fork of a fork copied its parent's one with the prefix)
+    k = max((i for i, e in enumerate(recorded) if e.type == "session.forked"), default=None)
+    forked = recorded[k].payload if k is not None else None
+    if forked is not None and forked.get("faults") and runtime.faults is None:
+        # The fork's gates came from its fault plan (e.g. hook_deny): the re-run needs the
+        # same hooks; the plan's model faults are already in the recorded answers.
+        try:
+            runtime = _with_plan(runtime, forked["faults"])
+        except (FaultPlanError, ContractError) as exc:
+            return Err(DomainError("config", ErrorCode.CONFIG_INVALID,
+                                   f"fork {session_id!r} ran with faults {forked['faults']!r}, "
+                                   f"which cannot be loaded again: {exc}"))
+    copy = _runtime_for(runtime, (forked or start.payload).get("profile"))
     new_id = new_session_id or copy.new_session_id()
     rename = (session_id, new_id)
     cassette = CassetteProvider.from_events(recorded, rename=rename)
     copy.provider_factory = lambda _profile, _faults: cassette
-    copy.tools = recorded_tools(runtime.tools, recorded, rename=rename)
+    copy.tools = recorded_tools(runtime.tools, recorded[k:] if k is not None else recorded,
+                                rename=rename)
     started = next((e.payload for e in recorded if e.type == "workflow.started"), None)
-    ran = (copy.run_cycle(started["cycle_id"], prompt, session_id=new_id, mode=started["mode"])
-           if started is not None else copy.handle_user_request(prompt, session_id=new_id))
+    if forked is not None:
+        from .fork import resume  # fork imports this module's neighbours; import on use
+        ran = resume(copy, recorded[:k], forked, session_id, session_id=new_id,
+                     skip_calls=cassette.advance)
+    elif started is not None:
+        ran = copy.run_cycle(started["cycle_id"], prompt, session_id=new_id, mode=started["mode"])
+    else:
+        ran = copy.handle_user_request(prompt, session_id=new_id)
     if isinstance(ran, Err) and ran.error.session_id is None:  # refused before the session opened
         return ran
     count, divergence = compare(recorded, copy.events(new_id), rename)
     return Ok(RerunReport(session_id, new_id, divergence is None, count, divergence, broken))
+
+
+def _with_plan(rt: Runtime, faults: str) -> Runtime:
+    """`rt`'s workspace loaded again with the fault plan's hooks registered."""
+    ws = rt.workspace
+    return Runtime.from_workspace(None if ws.bundled else ws.root, cwd=ws.root,
+                                  profile=rt.profile.name, faults=load_fault_plan(faults))
 
 
 def _runtime_for(rt: Runtime, profile_name: str | None) -> Runtime:
@@ -134,25 +146,10 @@ def _runtime_for(rt: Runtime, profile_name: str | None) -> Runtime:
 def compare(recorded: list[Event], new: list[Event], rename: tuple[str, str]
             ) -> tuple[int, Divergence | None]:
     """(events compared, first divergence) on (type, actor, payload), the recorded session
-    id read as the new one and the IGNORED fields left out."""
-    for i, (a, b) in enumerate(zip(recorded, new, strict=False), 1):
-        found = first_difference(_view(a, rename), _view(b, None))
-        if found is not None:
-            return i, Divergence(i, *found)
-    if len(recorded) == len(new):
-        return len(new), None
-    i = min(len(recorded), len(new)) + 1
-    was = recorded[i - 1].type if i <= len(recorded) else MISSING
-    now = new[i - 1].type if i <= len(new) else MISSING
-    return i, Divergence(i, "event", was, now)
-
-
-def _view(e: Event, rename: tuple[str, str] | None) -> dict[str, Any]:
-    payload = e.payload
-    if isinstance(payload, dict) and e.type in IGNORED:
-        payload = {k: v for k, v in payload.items() if k not in IGNORED[e.type]}
-    view = {"type": e.type, "actor": e.actor, "payload": payload}
-    return rename_session(view, *rename) if rename else view
+    id read as the new one and the volatile fields left out: logdiff's engine, the same one
+    `agentos diff` uses."""
+    found = diff_events(recorded, new, rename)
+    return found.compared if found.first else len(new), found.first
 
 
 __all__ = ["Divergence", "RerunReport", "compare", "rerun"]

@@ -11,12 +11,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
 
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
+from .jsonshape import printable, shape_problem
+
+# Bounds on a payload that fails its schema, checked before the validator describes the failure:
+# its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
+# be expanded in full, and a cycle or a value nested past the validator's limit raises.
+MAX_PAYLOAD_VALUES, MAX_PAYLOAD_DEPTH, MAX_VIOLATIONS = 200_000, 200, 100
 
 
 @dataclass(frozen=True)
@@ -30,7 +37,7 @@ class Violation:
 
 
 def _pointer(parts: Iterable[Any]) -> str:
-    return "/" + "/".join(str(p) for p in parts)
+    return "/" + "/".join(printable(str(p)) for p in parts)
 
 
 class SchemaRegistry:
@@ -111,13 +118,26 @@ class SchemaRegistry:
         return v
 
     def violations(self, payload: Any, schema_id: str) -> list[Violation]:
-        """Every violation of `schema_id` by `payload` (empty when valid). KeyError if unknown."""
+        """The violations of `schema_id` by `payload` (empty when valid; at most
+        MAX_VIOLATIONS). KeyError if the id is unknown. Never raises on the payload: a value
+        that is not JSON, nested too deeply, recursive or too large is one violation naming
+        where it is."""
         if schema_id not in self._schemas:
             raise KeyError(f"unknown schema id {schema_id!r}")
         v = self._validator(schema_id)
-        if v.is_valid(payload):
-            return []
-        found = [Violation(_pointer(e.instance_path), e.message) for e in v.iter_errors(payload)]
+        try:
+            if v.is_valid(payload):
+                return []
+        except ValueError:
+            pass  # not JSON (a date, bytes, an int key, a lone surrogate) or too deep: named below
+        odd = not_json(payload)
+        if odd is not None:
+            return [odd]
+        try:
+            found = [Violation(_pointer(e.instance_path), printable(e.message))
+                     for e in islice(v.iter_errors(payload), MAX_VIOLATIONS)]
+        except ValueError as exc:  # the validator's own limits, which not_json should pre-empt
+            found = [Violation("/", printable(f"cannot be checked: {exc}"))]
         return sorted(found, key=lambda x: (x.path, x.message))
 
     def validate(self, payload: Any, schema_id: str) -> Result[Any]:
@@ -157,6 +177,14 @@ class SchemaRegistry:
             return node
 
         return inline(self.schema(schema_id))
+
+
+def not_json(payload: Any, *, max_values: int = MAX_PAYLOAD_VALUES,
+             max_depth: int = MAX_PAYLOAD_DEPTH) -> Violation | None:
+    """The first place where `payload` is not plain JSON within the bounds, as a Violation
+    (jsonshape.shape_problem); None when it is."""
+    found = shape_problem(payload, max_values=max_values, max_depth=max_depth)
+    return Violation(*found) if found else None
 
 
 def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> Problem | None:

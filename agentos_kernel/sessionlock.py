@@ -38,6 +38,11 @@ class SessionExists(FileExistsError):
     """A new session was asked for, but the id already has a log."""
 
 
+class SessionLinked(SessionExists):
+    """The session's folder or log is a symbolic link: writing through it could land anywhere,
+    so the id is treated as taken (the message names the link)."""
+
+
 class SessionLock:
     """A held session lock; `release()` once the writer is done."""
 

@@ -1,7 +1,8 @@
 """L5 Markdown-SSOT Skill Runtime: discovery, frontmatter validation, trigger matching.
 
-A SKILL.md whose frontmatter fails skill_frontmatter_v1 is skipped with a reason naming
-file and field (logged as `skill.skipped` in every session); the others still load.
+A SKILL.md whose frontmatter fails skill_frontmatter_v1, or that lies outside its skill
+root (a symlinked folder or file pointing out), is skipped with a reason naming file and
+field (logged as `skill.skipped` in every session); the others still load.
 Triggers match whole words, case-insensitively ("hi" does not fire on "this").
 """
 
@@ -71,13 +72,25 @@ def discover(roots: list[Path], schemas: SchemaRegistry, base: Path | None = Non
     skills: dict[str, Skill] = {}
     skipped: list[Problem] = []
     for root in roots:
+        real_root = Path(root).resolve()
         for path in sorted(Path(root).glob("*/SKILL.md")):
+            if not path.resolve().is_relative_to(real_root):
+                # A symlink planted in the skill root must not pull in a file from elsewhere.
+                shown = _shown(real_root, base) + f"/{path.parent.name}/{path.name}"
+                skipped.append(Problem(shown, "-", f"a symlink leading outside {Path(root).name}/; "
+                                                   "copy the skill into the folder itself"))
+                continue
             shown = _shown(path, base)
             loaded = frontmatter.load(path, "skill_frontmatter_v1", schemas, shown)
             if isinstance(loaded, Problem):
                 skipped.append(loaded)
                 continue
             meta, body = loaded
+            if not _folder_safe(meta["name"]):
+                skipped.append(Problem(shown, "name", f"{meta['name']!r} cannot be a skill name: it "
+                                       "must be usable as its folder name (no '/', '\\', '..', "
+                                       "control characters)"))
+                continue
             if meta["name"] in skills:
                 skipped.append(Problem(shown, "name", f"skill {meta['name']!r} is already "
                                        f"registered from {skills[meta['name']].file}"))
@@ -88,6 +101,12 @@ def discover(roots: list[Path], schemas: SchemaRegistry, base: Path | None = Non
                 allowed_tools=tuple(meta.get("allowed-tools") or ()),
                 file=shown, body=body, version=meta.get("version"))
     return SkillRegistry(skills, tuple(skipped))
+
+
+def _folder_safe(name: str) -> bool:
+    """A name that is one path component (skills/<name>/ is where %%skill writes it)."""
+    return (bool(name) and name.isprintable() and name not in (".", "..")
+            and not any(c in name for c in "/\\") and len(name.encode()) <= 255)
 
 
 def _shown(path: Path, base: Path | None) -> str:

@@ -27,6 +27,10 @@ def summary(ev: Event) -> str:
     if t == "session.close":
         tail = f"output={_short(p.get('output'), 40)}" if p.get("ok") else _short(p.get("reason"), 70)
         return f"{'ok' if p.get('ok') else 'NOT ok'} {tail}"
+    if t == "session.forked":
+        faults = f" faults={p['faults']}" if p.get("faults") else ""
+        return (f"fork of {p.get('parent_session')} after event {p.get('at')}: {p.get('resumes')} "
+                f"runs live, profile={p.get('profile')}{faults}")
     if t == "hook.fired":
         why = f" ({_short(p['reason'], 50)})" if p.get("reason") else ""
         return f"{p.get('hook')} {p.get('handler')} -> {p.get('decision')}{why}"

@@ -12,7 +12,7 @@ from .errors import ContractError, Problem
 from .hooks import HOOK_EVENTS
 from .hooks.loader import resolve_callable
 from .profile import WorkspaceConfig, load_config
-from .recorder import EVENT_SCHEMAS
+from .recorder import CHECKED_ON_USE, EVENT_SCHEMAS
 from .roles import load_agents
 from .schemas import SchemaRegistry
 from .skills import discover
@@ -143,7 +143,7 @@ def missing_schemas(schemas: SchemaRegistry, tools: tuple[ToolDef, ...], shown: 
     """Fail closed at load (I-3) when a schema the loaders or a registered tool names is not
     loaded, instead of a KeyError in the middle of a session."""
     needs = [(sid, "the workspace loader") for sid in LOADER_SCHEMAS]
-    needs += [(sid, f"event type {t!r}") for t, sid in EVENT_SCHEMAS.items()]
+    needs += [(sid, f"event type {t!r}") for t, sid in EVENT_SCHEMAS.items() if t not in CHECKED_ON_USE]
     needs += [(sid, f"tool {t.name!r} ({side})") for t in tools
               for side, sid in (("schema_in", t.schema_in), ("schema_out", t.schema_out))]
     return [Problem(shown, sid, f"no schema {sid!r} is loaded; {who} needs it")

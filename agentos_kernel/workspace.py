@@ -8,6 +8,8 @@ skills/) of a workspace is its own when present, else the reference one.
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,7 +64,12 @@ def find_workspace(explicit: Path | None = None, cwd: Path | None = None) -> Wor
     """Resolve a workspace; an explicit path without agentos.yaml is an error."""
     if explicit is not None:
         root = Path(explicit)
-        if not (root / CONFIG_NAME).is_file():
+        try:
+            found = (root / CONFIG_NAME).is_file()
+        except OSError as exc:  # a name no file system can hold (too long)
+            raise ContractError([Problem(_shown_arg(root), "-", f"cannot be a workspace "
+                                         f"({exc.strerror})")]) from None
+        if not found:
             raise ContractError([Problem(str(root / CONFIG_NAME), "-",
                                          "no agentos.yaml here; create a workspace with "
                                          f"`agentos init {root}`")])
@@ -72,3 +79,67 @@ def find_workspace(explicit: Path | None = None, cwd: Path | None = None) -> Wor
         if (d / CONFIG_NAME).is_file():
             return Workspace(d, d / CONFIG_NAME, False)
     return Workspace(start, reference_dir() / CONFIG_NAME, True)
+
+
+class InitError(ValueError):
+    """`agentos init` cannot create a workspace at the target; the message says why and how."""
+
+
+NAME_MAX, PATH_MAX = 255, 4096  # Linux's limits, in bytes
+
+
+def init_target_problem(dest: Path) -> str | None:
+    """Why `dest` cannot become a new workspace (checked before anything is written), or None."""
+    text = str(dest)
+    if "\0" in text:
+        return "contains a NUL character; no directory name can"
+    raw = os.fsencode(text)
+    if len(raw) > PATH_MAX or any(len(part) > NAME_MAX for part in raw.split(b"/")):
+        return f"is too long: at most {NAME_MAX} bytes per name and {PATH_MAX} in all"
+    if dest.is_symlink():
+        return (f"is a symlink (to {os.readlink(dest)}); give the directory itself, so the "
+                "workspace is where you named it")
+    if dest.exists() and not dest.is_dir():
+        return "exists and is not a directory"
+    if (dest / CONFIG_NAME).exists():
+        return f"{CONFIG_NAME} already exists in it; init will not overwrite a workspace"
+    taken = [n for n in (*CONTRACT_DIRS, CONFIG_NAME) if (dest / n).exists() or (dest / n).is_symlink()]
+    if taken:
+        return f"already holds {taken[0]}; init writes into a new or empty directory"
+    real = Path(os.path.realpath(dest))
+    for d in (real, *real.parents):
+        if d.name == "sessions" and (d.parent / CONFIG_NAME).is_file():
+            return (f"is inside {d}, the event logs of the workspace {d.parent}; "
+                    "create the workspace somewhere else")
+    return None
+
+
+def create_workspace(dest: Path) -> tuple[str, ...]:
+    """Copy the reference contracts and agentos.yaml into `dest` (created if missing);
+    InitError names the target and the reason. Returns the contract dirs copied."""
+    dest = Path(dest)
+    try:
+        problem = init_target_problem(dest)
+    except OSError as exc:  # e.g. a parent directory that cannot be searched
+        problem = f"cannot be checked ({exc.strerror or exc})"
+    if problem:
+        raise InitError(f"{_shown_arg(dest)}: {problem}")
+    ref = reference_dir()
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        copied = []
+        for name in CONTRACT_DIRS:
+            if (ref / name).is_dir():
+                shutil.copytree(ref / name, dest / name, dirs_exist_ok=False,
+                                ignore=shutil.ignore_patterns("__pycache__"))
+                copied.append(name)
+        shutil.copy2(ref / CONFIG_NAME, dest / CONFIG_NAME)
+    except OSError as exc:
+        raise InitError(f"{_shown_arg(dest)}: cannot create the workspace ({exc.strerror or exc})") from None
+    return tuple(copied)
+
+
+def _shown_arg(path: Path) -> str:
+    """A path as typed, quoted when it holds characters a terminal would not show."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)

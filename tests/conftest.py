@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,19 @@ OTHER_TEAMS = (TESTS / "workflows", TESTS / "jupyter")  # their fixtures, their 
 collect_ignore_glob = ["labs/submissions/*"]
 
 
+def _stray_workspaces() -> list[Path]:
+    """agentos.yaml files above the temp dir: workspace discovery walks up to /, so one of these
+    turns every "no workspace here" test into a run inside it (and writes sessions there)."""
+    tmp = Path(tempfile.gettempdir()).resolve()
+    return [d / "agentos.yaml" for d in (tmp, *tmp.parents) if (d / "agentos.yaml").exists()]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if stray := _stray_workspaces():
+        pytest.exit(f"a workspace config above the temp dir would capture the tests: "
+                    f"{', '.join(map(str, stray))}; remove it and run again", returncode=3)
+
+
 def _listing(root: Path) -> set[str]:
     return {p.relative_to(root).as_posix() for p in root.rglob("*")} if root.is_dir() else set()
 
@@ -39,6 +53,7 @@ def _repo_sessions_untouched() -> Iterator[None]:
     yield
     new = sorted(_listing(REPO / "sessions") - before)
     assert not new, f"tests wrote into {REPO / 'sessions'}: {new[:5]}"
+    assert not (stray := _stray_workspaces()), f"a test wrote a workspace above the temp dir: {stray}"
 
 
 @pytest.fixture(autouse=True)

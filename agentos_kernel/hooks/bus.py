@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import os
+import queue
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -51,6 +53,8 @@ class HookHandler:
     """Higher runs first."""
     timeout_s: float = 2.0
     """A handler still running after this many seconds is a deny (HOOK_TIMEOUT)."""
+    actor: str | None = None
+    """Actor of its `hook.fired` events (default `hook:<id>`; a person answering: `human`)."""
 
 
 def freeze(value: Any) -> Any:
@@ -71,20 +75,64 @@ def thaw(value: Any) -> Any:
     return value
 
 
+class _Worker:
+    """A long-lived daemon thread that runs handlers one at a time. Starting a thread per
+    handler call cost ~90 us (8 calls per request); handing a job to a waiting worker ~20 us.
+    A worker whose handler overruns its timeout is abandoned, never reused."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[[Any], Any], Any, dict[str, Any],
+                                           threading.Event] | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name=_IDLE_NAME, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        me = threading.current_thread()
+        while (job := self.jobs.get()) is not None:
+            fn, arg, box, done = job
+            me.name = _BUSY_NAME  # a stuck handler's thread is named like the old per-call threads
+            try:
+                box["value"] = fn(arg)
+            except BaseException as exc:  # a handler's failure is data: it becomes a deny
+                box["error"] = exc
+            me.name = _IDLE_NAME
+            done.set()
+
+
+_BUSY_NAME, _IDLE_NAME = "agentos-hook", "agentos-hook-idle"
+_MAX_IDLE = 4
+_idle: list[_Worker] = []
+_idle_lock = threading.Lock()
+
+
+def _forget_workers() -> None:  # a forked child has none of the parent's threads
+    global _idle_lock
+    _idle.clear()
+    _idle_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
+
+
 def _run_with_timeout(fn: Callable[[Any], Any], arg: Any, timeout_s: float) -> tuple[str, Any]:
+    with _idle_lock:
+        worker = None
+        while _idle and worker is None:
+            candidate = _idle.pop()
+            worker = candidate if candidate.thread.is_alive() else None
+    worker = worker or _Worker()
     box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn(arg)
-        except BaseException as exc:  # a handler's failure is data: it becomes a deny
-            box["error"] = exc
-
-    t = threading.Thread(target=target, name="agentos-hook", daemon=True)
-    t.start()
-    t.join(timeout_s)
-    if t.is_alive():
+    done = threading.Event()
+    worker.jobs.put((fn, arg, box, done))
+    if not done.wait(timeout_s):
+        worker.jobs.put(None)  # abandoned: it exits once the handler returns, if ever
         return "timeout", None
+    with _idle_lock:
+        if len(_idle) < _MAX_IDLE:
+            _idle.append(worker)
+            worker = None
+    if worker is not None:
+        worker.jobs.put(None)
     if "error" in box:
         return "error", box["error"]
     return "ok", box.get("value")
@@ -206,7 +254,7 @@ class HookBus:
             if d.decision == "transform":
                 # The decision is recorded before the check, so a schema.violation the check
                 # logs follows the transform it rejects (log order = causal order).
-                self._record(log, event, h.id, d, ms, None, parent_id)
+                self._record(log, event, h.id, d, ms, None, parent_id, h.actor)
                 candidate = {**current, **thaw(d.output)}
                 checked: Result[Any] = (
                     validate(candidate) if validate is not None
@@ -218,7 +266,7 @@ class HookBus:
                 else:
                     current, transformed = candidate, True
                     continue
-            self._record(log, event, h.id, d, ms, cause, parent_id)
+            self._record(log, event, h.id, d, ms, cause, parent_id, h.actor)
             if d.decision == "deny":
                 return d, current
         final = HookDecision("transform", "transformed", current) if transformed \
@@ -227,7 +275,7 @@ class HookBus:
 
     @staticmethod
     def _record(log: SessionLog, event: str, handler: str, d: HookDecision, ms: float,
-                cause: str | None, parent_id: str | None) -> None:
+                cause: str | None, parent_id: str | None, actor: str | None = None) -> None:
         payload: dict[str, Any] = {"hook": event, "handler": handler, "decision": d.decision,
                                    "ms": ms}
         if d.reason:
@@ -236,7 +284,7 @@ class HookBus:
             payload["output"] = thaw(d.output)
         if cause:
             payload["cause"] = cause
-        log.append("hook.fired", f"hook:{handler}", payload, parent_id)
+        log.append("hook.fired", actor or f"hook:{handler}", payload, parent_id)
 
 
 def _no_transform(event: str) -> DomainError:

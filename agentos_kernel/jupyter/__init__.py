@@ -12,12 +12,16 @@ from typing import Any
 
 _LAZY = {
     "AgentRun": "display", "EventView": "display", "SkillCheck": "display", "SnapshotView": "display",
-    "run_agent": "api", "replay_session": "api", "register_skill": "api", "WorkbenchError": "api",
+    "run_agent": "api", "fork_agent": "api", "replay_session": "api", "register_skill": "api",
+    "WorkbenchError": "api",
     "UnknownSession": "source", "load_session": "source",
     "events_frame": "frames", "cost_by_role": "frames", "cumulative_cost": "frames",
     "timeline_figure": "figures", "cost_figure": "figures", "phase_graph_figure": "figures",
     "phase_graph_data": "figures", "SvgFigure": "figures",
+    "LogDiff": "diffview", "DiffView": "diffview", "diff_sessions": "diffview",
+    "cost_whatif": "whatif", "CostWhatIf": "whatif",
     "LayerStepper": "widgets", "ReplayScrubber": "widgets", "diff_snapshots": "widgets",
+    "LiveStepper": "livestep",
 }
 
 __all__ = sorted([*_LAZY, "load_ipython_extension"])

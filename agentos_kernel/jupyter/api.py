@@ -7,6 +7,7 @@ WorkbenchError, each with a one-line message; the magics turn them into UsageErr
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from ..errors import DomainError, Err, Problem
 from ..events import LOG_NAME
 from ..integrity import VerifyReport, verify_log
 from ..kernel import Runtime
+from ..livetrace import LiveTrace
 from ..profile import load_config
 from ..providers.faults import load_fault_plan
 from ..replay import replay
@@ -36,21 +38,49 @@ class WorkbenchError(ValueError):
 
 def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = None,
               session: str | None = None, workspace: Path | str | None = None,
-              cycle: str | None = None, mode: str | None = None) -> AgentRun:
+              cycle: str | None = None, mode: str | None = None, live: bool = False) -> AgentRun:
     """Run one request end to end (Runtime.handle_user_request), or an L8 cycle around it
     (Runtime.run_cycle), and read its log back. A request that fails closed is still a
-    session: the AgentRun says where and why."""
+    session: the AgentRun says where and why. `live` prints each event's trace line as it
+    is logged (a slow model is seen working)."""
     if mode is not None and cycle is None:
         raise WorkbenchError("--mode applies to a cycle: add --cycle ID (e.g. --cycle code-review)")
     plan = load_fault_plan(faults) if faults else None
     rt = Runtime.from_workspace(workspace, profile=profile, faults=plan)
-    if cycle is not None:
-        return _run_cycle(rt, cycle, prompt, session, mode)
-    result = rt.handle_user_request(prompt, session_id=session)
+    live_trace = LiveTrace() if live else None
+    with rt.watching(live_trace) if live_trace else contextlib.nullcontext():
+        try:
+            if cycle is not None:
+                return _run_cycle(rt, cycle, prompt, session, mode)
+            result = rt.handle_user_request(prompt, session_id=session)
+        finally:
+            if live_trace:
+                live_trace.close()
     if isinstance(result, Err) and result.error.session_id is None:
         raise WorkbenchError(result.error.message)  # refused before a session existed
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
     return _read_back(rt, sid, prompt, ok=not isinstance(result, Err),
+                      output=None if isinstance(result, Err) else result.value.output,
+                      error=result.error if isinstance(result, Err) else None)
+
+
+def fork_agent(target: str, *, profile: str | None = None, faults: str | None = None,
+               session: str | None = None, workspace: Path | str | None = None) -> AgentRun:
+    """`%agent --fork ID@K`: a new session beginning with the parent's first K events, then
+    `session.forked`, then the rest of the request run live (fork.py), read back."""
+    from ..fork import fork, parse_target
+
+    try:
+        parent, at = parse_target(target)
+    except ValueError as exc:
+        raise WorkbenchError(str(exc)) from None
+    plan = load_fault_plan(faults) if faults else None
+    rt = Runtime.from_workspace(workspace, profile=profile, faults=plan)
+    result = fork(rt, parent, at, session_id=session, faults=faults)
+    if isinstance(result, Err) and result.error.session_id is None:
+        raise WorkbenchError(result.error.message)  # refused before a session existed
+    sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
+    return _read_back(rt, sid, "", ok=not isinstance(result, Err),
                       output=None if isinstance(result, Err) else result.value.output,
                       error=result.error if isinstance(result, Err) else None)
 
@@ -137,16 +167,20 @@ def register_skill(text: str, *, workspace: Path | str | None = None,
                 if name and (ws.root / root / name / "SKILL.md").is_file() else ())
         return SkillCheck(False, shown, "not written", name, loaded, notes=kept)
     meta, _ = loaded
-    if not _SKILL_NAME.match(meta["name"]):
+    if not _SKILL_NAME.fullmatch(meta["name"]):
         return SkillCheck(False, shown, "not written", name, Problem(
             shown, "name", f"{meta['name']!r} cannot be a directory name: use lower-case letters, "
                            "digits, '-', '_' or '.'"))
+    target = ws.root / root / meta["name"] / "SKILL.md"
+    if not target.parent.resolve().is_relative_to((ws.root / root).resolve()):  # a planted symlink
+        return SkillCheck(False, shown, "not written", meta["name"], Problem(
+            shown, "name", f"{root}/{meta['name']} is a symlink leading outside {root}/; remove it "
+                           "or pick another name"))
     triggers, tools = tuple(meta.get("triggers") or ()), tuple(meta.get("allowed-tools") or ())
     notes = _notes(ws.root / root, meta["name"], triggers, tools, schemas, ws.root)
     if dry_run:
         return SkillCheck(True, shown, "checked (dry run, not written)", meta["name"], None,
                           triggers, tools, notes)
-    target = ws.root / root / meta["name"] / "SKILL.md"
     before = target.read_text(encoding="utf-8") if target.is_file() else None
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -172,7 +206,7 @@ def _declared_name(text: str) -> str | None:
     except Exception:  # any parse problem is reported by frontmatter.load with its field
         return None
     name = meta.get("name") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) and _SKILL_NAME.match(name) else None
+    return name if isinstance(name, str) and _SKILL_NAME.fullmatch(name) else None
 
 
 def _notes(skills_root: Path, name: str, triggers: tuple[str, ...], tools: tuple[str, ...],

@@ -50,10 +50,15 @@ def esc(value: Any) -> str:
     return html.escape(value if isinstance(value, str) else str(value), quote=True)
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, the cut marked with "…" (never silently mid-token)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def pretty(payload: Any, limit: int = 1600) -> str:
     """Payload as indented JSON with sorted keys (stable across runs), cut at `limit` chars."""
     text = json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)
 
 
 def schema_of(ev: Event) -> str | None:

@@ -1,4 +1,4 @@
-"""IPython magics: %agent, %replay, %events and %%skill. Thin: parse the line, call the
+"""IPython magics: %agent, %replay, %events, %diff and %%skill. Thin: parse the line, call the
 library (api.py, frames.py), return a value IPython displays.
 
 Every mistake a user can make (a bad option, an unknown preset, profile or session id, a
@@ -80,6 +80,16 @@ AGENT.add_argument("--cycle", metavar="ID",
                    help="run the request as an L8 cycle from workflows/cycles/ID.md (e.g. code-review)")
 AGENT.add_argument("--mode", metavar="MODE",
                    help="the cycle's mode: interactive, autofix, report-only or headless")
+AGENT.add_argument("--live", action="store_true",
+                   help="print each event's trace line as it is logged (see a slow model work)")
+AGENT.add_argument("--step", action="store_true",
+                   help="run live, paused before each event (a LiveStepper; a person allows, "
+                        "denies or edits each tool call, or with --cycle each phase advance)")
+AGENT.add_argument("--layer", action="append", metavar="L", choices=[f"L{i}" for i in range(1, 9)],
+                   help="with --step: pause only at this layer (repeat for more), e.g. --layer L1")
+AGENT.add_argument("--fork", metavar="ID@K",
+                   help="instead of a new request: copy session ID's first K events (K: the start of "
+                        "a role's turn), then run the rest live, e.g. --fork s0001@14 --faults hook_deny")
 
 REPLAY = _Parser("replay", "%replay s0001 --at 10",
                  "Recompute a session's snapshot from its log alone (nothing is re-executed).")
@@ -98,6 +108,13 @@ EVENTS.add_argument("--type", metavar="T", help="only events of type T or T.* (e
 EVENTS.add_argument("--layer", metavar="L", choices=[f"L{i}" for i in range(1, 9)], help="only layer L1..L8")
 EVENTS.add_argument("--workspace", metavar="DIR", help="workspace holding the session")
 
+DIFF = _Parser("diff", "%diff s0001 s0002",
+               "Two sessions side by side, aligned by step (role + event type): the first divergence "
+               "highlighted, per-role token and cost deltas (the engine `rerun --verify` uses).")
+DIFF.add_argument("a", nargs="?", help="session A, e.g. s0001")
+DIFF.add_argument("b", nargs="?", help="session B, e.g. s0002 (a fork of A)")
+DIFF.add_argument("--workspace", metavar="DIR", help="workspace holding both sessions")
+
 SKILL = _Parser("%skill", "%%skill --dry-run",
                 "The cell body is a SKILL.md: its frontmatter is checked against skill_frontmatter_v1; "
                 "a valid skill is written to skills/<name>/SKILL.md and registered.")
@@ -114,22 +131,43 @@ def _need_session(parser: _Parser, args: argparse.Namespace, last: str | None) -
 
 @magics_class
 class AgentMagics(Magics):
-    """%agent, %replay, %events and %%skill."""
+    """%agent, %replay, %events, %diff and %%skill."""
 
     last_session: str | None = None
 
     @line_magic
     @_errors_as_usage("agent")
     def agent(self, line: str) -> Any:
-        """Run a request: %agent [--profile NAME] [--faults PLAN] [--session ID] [--cycle ID] "PROMPT"."""
+        """Run a request: %agent [--profile NAME] [--faults PLAN] [--session ID] [--cycle ID]
+        [--live] "PROMPT"; step it live: %agent --step [--layer L] "PROMPT"; or fork one:
+        %agent --fork ID@K [--profile NAME] [--faults PLAN]."""
         args = AGENT.parse_line(line)
         if args is None:
             return None
         prompt = " ".join(args.prompt).strip()
+        if args.fork:
+            if prompt or args.cycle or args.step or args.layer:
+                AGENT.error("--fork runs the parent's own request: drop the prompt, --cycle, "
+                            "--step and --layer")
+            run = api.fork_agent(args.fork, profile=args.profile, faults=args.faults,
+                                 session=args.session, workspace=args.workspace)
+            self.last_session = run.session_id
+            return run
         if not prompt:
             AGENT.error("missing the request")
+        if args.layer and not args.step:
+            AGENT.error("--layer applies to --step: add --step")
+        if args.step:
+            if args.live:
+                AGENT.error("--step shows the trace in the widget: drop --live")
+            from .livestep import LiveStepper  # ipywidgets loads here, on first use
+
+            return LiveStepper(prompt, workspace=args.workspace, profile=args.profile,
+                               faults=args.faults, layers=args.layer, session_id=args.session,
+                               cycle=args.cycle, mode=args.mode)
         run = api.run_agent(prompt, profile=args.profile, faults=args.faults, session=args.session,
-                            workspace=args.workspace, cycle=args.cycle, mode=args.mode)
+                            workspace=args.workspace, cycle=args.cycle, mode=args.mode,
+                            live=args.live)
         self.last_session = run.session_id
         return run
 
@@ -167,6 +205,19 @@ class AgentMagics(Magics):
         if args.layer:
             frame = frame[frame["layer"] == args.layer]
         return frame
+
+    @line_magic
+    @_errors_as_usage("diff")
+    def diff(self, line: str) -> Any:
+        """Two sessions side by side: %diff A B."""
+        args = DIFF.parse_line(line)
+        if args is None:
+            return None
+        if not (args.a and args.b):
+            DIFF.error("name both sessions")
+        from .diffview import DiffView, diff_sessions  # ipywidgets loads here, on first use
+
+        return DiffView(diff_sessions(args.a, args.b, args.workspace))
 
     @cell_magic
     @_errors_as_usage("%skill")

@@ -22,6 +22,7 @@ from ..trace import summary
 from .layers import (
     FAILURE_TYPES,
     LAYER_NAMES,
+    clip,
     decision_line,
     diagram_html,
     esc,
@@ -44,7 +45,7 @@ def _snapshot_rows(snap: Snapshot, changed: set[str] = frozenset(), compact: boo
         mark = "background:#fff3b0;" if key in changed else ""
         text = json.dumps(value, ensure_ascii=False, sort_keys=True)
         rows.append(f'<tr style="{mark}"><td style="text-align:left"><b>{esc(key)}</b></td>'
-                    f'<td style="text-align:left"><code>{esc(text[:300])}</code></td></tr>')
+                    f'<td style="text-align:left"><code>{esc(clip(text, 300))}</code></td></tr>')
     return f'<table class="agentos-snapshot">{"".join(rows)}</table>'
 
 
@@ -232,7 +233,7 @@ class ReplayScrubber(W.VBox):
                                  f"{esc(summary(ev))}")
         changes = self.diff
         rows = "".join(f'<tr><td style="text-align:left"><b>{esc(f)}</b></td><td style="text-align:left">'
-                       f"<code>{esc(o[:120])}</code> → <code>{esc(w[:200])}</code></td></tr>"
+                       f"<code>{esc(clip(o, 120))}</code> → <code>{esc(clip(w, 200))}</code></td></tr>"
                        for f, o, w in changes)
         self.diff_view.value = (
             '<div class="agentos-diff"><b>changed by this event</b>'

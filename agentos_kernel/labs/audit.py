@@ -12,6 +12,7 @@ What a log must show for each check is written down in docs/log-format.md ("Audi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,8 @@ def log_file(path: Path | str) -> Path:
             return p / LOG_NAME
         raise FileNotFoundError(f"{p}: no {LOG_NAME} in this directory; give a log file or a "
                                 "session directory (sessions/<id>/)")
+    if p.exists():  # a FIFO, a device: reading it could block
+        raise FileNotFoundError(f"{p}: not a regular file or a directory")
     raise FileNotFoundError(f"{p}: no such file or directory")
 
 
@@ -77,14 +80,28 @@ def find_logs(path: Path | str) -> list[Path]:
     return found
 
 
-def audit_log(path: Path | str) -> AuditReport:
+def audit_log(path: Path | str, root: Path | str | None = None) -> AuditReport:
     """Audit one log (a `.events.jsonl` file or a session directory). Bad content is a Gap;
-    only a missing path raises (FileNotFoundError)."""
+    only a missing path raises (FileNotFoundError). With `root` (the directory the log was
+    found in), a log that a symlink leads out of `root` is not read: that is its one gap."""
     file = log_file(path)
+    away = outside(file, root) if root is not None else None
+    if away:
+        return AuditReport(str(file), 0, (Gap("envelope", None, None, away),))
     entries, gaps = read_entries(file)
     notes: list[str] = []
     gaps += audit_checks.run_all(entries, notes)
     return AuditReport(str(file), len(entries), tuple(gaps), tuple(notes))
+
+
+def outside(file: Path, root: Path | str) -> str | None:
+    """Why `file` is not read as a log found under `root` (a symlink on the way leads out of
+    it; the file is not a regular file), else None."""
+    real, base = os.path.realpath(file), os.path.realpath(root)
+    if real != base and not real.startswith(base + os.sep):
+        return (f"{file}: leads outside {root} (a symlink, to {real}); not read: put the log "
+                "itself there")
+    return None
 
 
 def read_entries(file: Path) -> tuple[list[Entry], list[Gap]]:

@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from ..jsonshape import printable
 from .audit import AuditReport, Gap, audit_log, find_logs
 
 EXIT_CLEAN, EXIT_GAP, EXIT_BAD_PATH = 0, 1, 2
@@ -44,9 +45,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     try:
         logs = find_logs(args.path)
     except FileNotFoundError as exc:
-        print(f"agentos: error: {exc.args[0]}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc.args[0]))}", file=sys.stderr)
         return EXIT_BAD_PATH
-    reports = [audit_log(p) for p in logs]
+    except (OSError, ValueError) as exc:  # a path no file system can hold (too long, a NUL)
+        print(f"agentos: error: {args.path!r}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return EXIT_BAD_PATH
+    reports = [audit_log(p, root=args.path) for p in logs]  # a link out of PATH is not read
     bad = [r for r in reports if not r.ok]
     if args.json:
         print(json.dumps({"ok": not bad, "logs": [r.to_dict() for r in reports]}, indent=2,

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..events import LOG_NAME
 from ..scenarios import Scenario, load_scenarios
-from .audit import audit_log, read_entries
+from .audit import audit_log, outside, read_entries
 from .audit_model import Entry
 
 
@@ -76,6 +76,9 @@ def conform(log_dir: Path | str, scenarios: list[Scenario] | None = None,
 
 def check_scenario(s: Scenario, log: Path) -> ScenarioResult:
     """One scenario's row: every expectation the log at `log` does not meet."""
+    away = outside(log, log.parent.parent) if log.is_file() else None
+    if away:  # a symlink planted in LOG_DIR would have the check read a file from elsewhere
+        return ScenarioResult(s.id, "fail", (away,), None)
     if not log.is_file():
         if s.optional:
             return ScenarioResult(s.id, "skip", (f"no log ({s.plane} is optional)",), None)

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..jsonshape import printable
 from .conform import ConformReport
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -42,10 +43,14 @@ def cmd_conform(args: argparse.Namespace) -> int:
         only = [s for s in args.only.split(",") if s] if args.only else None
         report = conform(args.log_dir, scenarios, only)
     except (ContractError, FileNotFoundError) as exc:
-        print(f"agentos: error: {exc}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyError as exc:
-        print(f"agentos: error: {exc.args[0]}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc.args[0]))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OSError, ValueError) as exc:  # a path no file system can hold (too long, a NUL)
+        print(f"agentos: error: {args.log_dir!r}: {getattr(exc, 'strerror', None) or exc}",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))

@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..jsonshape import printable
+
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
@@ -45,6 +47,23 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(fn=cmd_grade)
 
 
+def _target_problem(target: Path) -> str | None:
+    """Why grades cannot be written to `target`, else None. An event log is never a target:
+    logs are append-only evidence."""
+    from ..events import LOG_NAME
+
+    try:
+        if target.name == LOG_NAME:
+            return f"is an event log ({LOG_NAME}); write the grades to another file"
+        if target.is_dir():
+            return "is a directory; give a file name"
+        if not target.parent.is_dir():
+            return f"its folder {target.parent} does not exist"
+    except (OSError, ValueError) as exc:
+        return f"cannot be written ({getattr(exc, 'strerror', None) or exc})"
+    return None
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     """Run the grading; print; write the requested files."""
     from .grade import DEFAULT_TIMEOUT, GradingUnavailable, grade_all
@@ -54,13 +73,22 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("agentos: error: --jobs must be 1 or more", file=sys.stderr)
         return EXIT_USAGE
+    for target in (args.csv, args.html):  # before grading: a bad target must not waste a run
+        problem = target and _target_problem(target)
+        if problem:
+            print(f"agentos: error: {printable(str(target))}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     progress = Progress(sys.stderr) if show else None
     try:
         grades = grade_all(args.dir, jobs=args.jobs, timeout=args.timeout or DEFAULT_TIMEOUT,
                            progress=progress)
     except (NoSubmissions, GradingUnavailable) as exc:
-        print(f"agentos: error: {exc}", file=sys.stderr)
+        print(f"agentos: error: {printable(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except (OSError, ValueError) as exc:  # a path no file system can hold (too long, a NUL)
+        print(f"agentos: error: {str(args.dir)!r}: {getattr(exc, 'strerror', None) or exc}",
+              file=sys.stderr)
         return EXIT_USAGE
     for target, write in ((args.csv, lambda f: write_csv(grades, f)),
                           (args.html, lambda f: f.write(to_html(grades, f"Grades: {args.dir}")))):

@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..jsonshape import printable
+
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 
 
@@ -63,8 +65,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(fn=cmd_validate)
 
 
+def _path_error(path: Path, exc: OSError | ValueError) -> str:
+    """One line for a path the OS refused (the message names the file the OS named)."""
+    where = getattr(exc, "filename", None) or path
+    return f"{str(where)!r}: {getattr(exc, 'strerror', None) or exc}"
+
+
 def _fail(message: str) -> int:
-    print(f"agentos: error: {message}", file=sys.stderr)
+    print(f"agentos: error: {printable(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -76,6 +84,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         score = check_notebook(args.notebook, source=args.source, timeout=args.timeout)
     except LabInputError as exc:
         return _fail(str(exc))
+    except (OSError, ValueError) as exc:  # a path no file system can hold (too long, a NUL)
+        return _fail(_path_error(args.notebook, exc))
     except RuntimeError as exc:  # the kernel would not start (nbclient/jupyter_client)
         return _fail(f"{args.notebook}: could not run it in a kernel: {exc}")
     if args.json:
@@ -97,6 +107,8 @@ def cmd_release(args: argparse.Namespace) -> int:
         report = release(args.src, args.dest, force=args.force)
     except LabInputError as exc:
         return _fail(str(exc))
+    except (OSError, ValueError) as exc:
+        return _fail(_path_error(args.src, exc))
     for nb in report.notebooks:
         print(f"wrote {nb.dest}: {nb.solutions} solution(s) stripped, "
               f"{nb.hidden_tests} hidden test region(s) removed, outputs cleared")
@@ -118,6 +130,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             nb = read_notebook(path)
         except LabInputError as exc:
             return _fail(str(exc))
+        except (OSError, ValueError) as exc:
+            return _fail(_path_error(path, exc))
         problems = validate_notebook(nb, path)
         if not any(has_grade_id(c) for c in nb.cells):
             print(f"{path}: no nbgrader cells; fix: mark the answer and test cells (see docs/labs.md)")

@@ -30,7 +30,7 @@ from .nbgrader_format import (
     read_notebook,
     validate_notebook,
 )
-from .release import IGNORE, clear_outputs, instructor_cells, load_lab
+from .release import IGNORE, clear_outputs, instructor_cells, load_lab, refuse_link_out
 
 DEFAULT_TIMEOUT = 30  # seconds per cell: nbgrader's Execute.timeout default
 MAX_FILES, MAX_BYTES = 2000, 200 * 2**20  # a lab folder, not a home directory
@@ -146,12 +146,16 @@ def _overwrite(cell: Any, i: int, by_id: dict[str, Any]) -> list[str]:
 
 
 def _walk(folder: Path, skip_notebooks: bool) -> list[Path]:
-    """Files to copy: nbgrader's ignore list, and no hidden directories (.git, .venv)."""
+    """Files to copy: nbgrader's ignore list, and no hidden directories (.git, .venv).
+    A symlink leading out of the folder is refused: copying it would hand the notebook a
+    file from elsewhere (symlinked directories are not descended into)."""
     files = []
     for root, dirs, names in os.walk(folder):
         dirs[:] = [d for d in dirs if not d.startswith(".") and not _ignored(d)]
         files += [Path(root) / n for n in names if not _ignored(n)
                   and not (skip_notebooks and n.endswith(".ipynb"))]
+    for f in files:
+        refuse_link_out(f, folder)
     return files
 
 

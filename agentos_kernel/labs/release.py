@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,15 +159,32 @@ def _plan(src: Path, dest: Path) -> tuple[list[tuple[Path, Path]], list[tuple[Pa
     if dest.resolve().is_relative_to(src.resolve()):
         raise LabInputError(f"{dest}: is inside the lab folder {src}; release to a folder outside it")
     notebooks, others = [], []
-    for path in sorted(src.rglob("*")):
+    for path in sorted(src.rglob("*")):  # symlinked directories are not descended into
         rel = path.relative_to(src)
         if path.is_dir() or _ignored(rel):
             continue
+        refuse_link_out(path, src)
         is_nb = path.suffix == ".ipynb" and len(rel.parts) == 1
         (notebooks if is_nb else others).append((path, dest / rel))
     if not notebooks:
         raise LabInputError(f"{src}: no notebook (*.ipynb) at the top of the lab folder")
+    sources = {p.resolve() for p, _ in notebooks + others}
+    for _, d in notebooks + others:
+        if d.resolve() in sources:
+            raise LabInputError(f"{d}: would overwrite a file of the lab folder {src}; release to "
+                                "a folder outside it")
     return notebooks, others
+
+
+def refuse_link_out(path: Path, folder: Path) -> None:
+    """LabInputError when `path` is a symlink resolving outside `folder`: copying it would
+    put a file from elsewhere into the handout (or the checked copy)."""
+    if not path.is_symlink():
+        return
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    if not real.startswith(base + os.sep):
+        raise LabInputError(f"{path}: a symlink leading outside {folder} (to {real}); put the "
+                            "file itself in the folder")
 
 
 def release(src: Path, dest: Path, *, force: bool = False) -> ReleaseReport:

@@ -67,6 +67,11 @@ class CassetteProvider:
                                    retryable=retryable.get(request_ids[cid], False))
         return cls(calls)
 
+    def advance(self, calls: int) -> None:
+        """Start after the first `calls` recorded calls: a re-run fork copies its log's
+        prefix, so the prefix's calls are never made again (fork.py)."""
+        self._n = calls
+
     def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
         self._n += 1
         cid = f"c{self._n}"

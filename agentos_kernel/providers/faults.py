@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from ..frontmatter import load_yaml, yaml_problem
+
 FAULT_KINDS = (
     "malformed_json", "schema_violation", "tool_call", "provider_error", "timeout",
     "reviewer_fail", "stale_hash", "finding", "output",
@@ -129,16 +131,31 @@ def plan_from_doc(name: str, doc: Any) -> FaultPlan:
     return _build(name, doc, name)
 
 
+MAX_PLAN_CHARS = 256 * 1024
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file that says False for a name no file system can hold (a NUL, too long)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def load_fault_plan(spec: str) -> FaultPlan:
     """A plan from a file path, or from preset names joined by commas."""
     path = Path(spec)
-    if path.suffix in (".yaml", ".yml", ".json") or path.is_file():
+    if path.suffix in (".yaml", ".yml", ".json") or _is_file(path):
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise FaultPlanError(f"{spec}: -: cannot read the fault plan ({exc.strerror})") from None
+            text = path.read_text(encoding="utf-8")
+            doc = load_yaml(text, max_chars=MAX_PLAN_CHARS)
+        except (OSError, ValueError) as exc:  # unreadable, a NUL in the name, out of bounds
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise FaultPlanError(f"{spec}: -: cannot read the fault plan ({why})") from None
         except yaml.YAMLError as exc:
-            raise FaultPlanError(f"{spec}: -: not valid YAML/JSON ({exc})") from None
+            line, why = yaml_problem(exc, text)
+            where = "-" if line is None else f"line {line + 1}"
+            raise FaultPlanError(f"{spec}: {where}: not valid YAML/JSON ({why})") from None
         return _build(spec, doc, spec)
     faults: list[Fault] = []
     hooks: list[dict[str, Any]] = []

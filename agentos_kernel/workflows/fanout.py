@@ -16,7 +16,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..errors import Err, ErrorCode
+from ..errors import DomainError, Err, ErrorCode
 from ..roles import call_role
 from .model import Cycle, Persona, Phase, WorkflowRegistry
 from .policy import GATE_ORDER, ROUTE_ORDER, Decision, Policy, Reported, aggregate, conservative, decide
@@ -25,6 +25,20 @@ from .registry import AGGREGATE_SCHEMA, FINDINGS_SCHEMA
 
 WRITE_TOOLS = ("read_file", "write_file")
 FINDING_KINDS = ("confidence-gating", "severity-routing")
+
+
+def _escapes(ctx: Any, directory: str) -> str | None:
+    """Why the artifact directory, once symlinks are resolved, is not a place tools may
+    write (outside the workspace, or in a protected folder such as sessions/), else None.
+    `ctx` is the session's L1 ToolContext (L8 does not import L1)."""
+    root = ctx.workspace.resolve()
+    real = (ctx.workspace / directory).resolve()
+    if not real.is_relative_to(root):
+        return "leads outside the workspace (a symlink)"
+    parts = real.relative_to(root).parts
+    if parts and parts[0] in ctx.protected:
+        return f"leads into {parts[0]}/, which tools may not write"
+    return None
 
 
 def slug(text: str) -> str:
@@ -147,9 +161,15 @@ class FanOut:
         if conservative(write, GATE_ORDER, "deny") != "allow":
             return call_role(self.session, persona.agent(), payload)
         directory, _, name = path.rpartition("/")
+        base = self.session.tool_context
+        escape = _escapes(base, directory)
+        if escape:  # a symlink planted in the workspace: logged, and the persona gets no tools
+            self.session.log.fail(DomainError("gate", ErrorCode.PATH_DENIED, f"artifact directory "
+                                              f"{directory!r} {escape}; {path} is not written"),
+                                  layer="L1", actor=persona.id)
+            return call_role(self.session, persona.agent(), payload)
         payload["write"] = {"artifact": template.id, "directory": directory or ".", "path": name,
                             "template": template.body, "tools": list(WRITE_TOOLS)}
-        base = self.session.tool_context
         # Confine the persona's writes to the artifact's directory: the role-permissions
         # decision was about this path, so L1 enforces it rather than trusting the model.
         self.session.tool_context = replace(base, workspace=base.workspace / directory)

@@ -58,6 +58,15 @@ def load_workflows(root: Path, schemas: SchemaRegistry, shown_root: str = "workf
     return reg
 
 
+def _escapes(naming: str) -> bool:
+    """True when an artifact path could leave the workspace or land in sessions/: absolute,
+    `..`, a NUL or backslash, or a first folder that is `sessions` or a placeholder (filled
+    at run time, so it could be anything)."""
+    parts = [p for p in naming.split("/") if p not in ("", ".")]
+    return (not parts or naming.startswith("/") or "\\" in naming or "\0" in naming
+            or ".." in parts or parts[0] == "sessions" or (len(parts) > 1 and "{" in parts[0]))
+
+
 class _Loader:
     def __init__(self, root: Path, schemas: SchemaRegistry, shown_root: str) -> None:
         self.root, self.schemas, self.shown_root = root, schemas, shown_root
@@ -138,8 +147,9 @@ class _Loader:
             names = set(re.findall(r"\{([^{}]*)\}", naming))
             if names - NAMING_VARS:
                 problem = f"unknown placeholder(s) {sorted(names - NAMING_VARS)}; use {sorted(NAMING_VARS)}"
-            elif naming.startswith(("/", "sessions/")) or ".." in naming.split("/"):
-                problem = "must be a relative path inside the workspace, outside sessions/"
+            elif _escapes(naming):
+                problem = ("must be a relative path inside the workspace, outside sessions/, whose "
+                           "first folder is written out (not a placeholder)")
             if problem:
                 self.problems.append(Problem(shown, "naming", problem))
                 continue

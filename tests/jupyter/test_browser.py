@@ -10,6 +10,7 @@ is missing the test is skipped with the reason; it never passes without a browse
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -54,9 +55,7 @@ def _wait_for_server(url: str, proc: subprocess.Popen[bytes], log: Path, limit_s
     raise RuntimeError(f"jupyter lab did not answer on {url}:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[str]:
-    """A JupyterLab serving a scratch copy of the tour; yields the notebook's URL."""
+def _needs_a_browser() -> None:
     if not CHROMIUM.is_file():
         pytest.skip(f"browser test skipped: Chromium is not installed at {CHROMIUM} "
                     "(apt-get install chromium)")
@@ -64,14 +63,18 @@ def lab(tmp_path: Path) -> Iterator[str]:
         import playwright.sync_api  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"browser test skipped: Python playwright is not importable ({exc})")
+
+
+@contextlib.contextmanager
+def _serve(tmp_path: Path, name: str, nb: nbformat.NotebookNode) -> Iterator[str]:
+    """JupyterLab serving `nb` (as `name`, outputs cleared) from a scratch root; yields its URL."""
     root, home, settings = tmp_path / "root", tmp_path / "home", tmp_path / "settings"
     for d in (root, home, settings, tmp_path / "workspaces"):
         d.mkdir()
-    nb = nbformat.read(NOTEBOOKS / TOUR, as_version=4)
     for cell in nb.cells:  # served without stored outputs: what the page shows, the kernel made
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    nbformat.write(nb, root / TOUR)
+    nbformat.write(nb, root / name)
     news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
     news.write_text(json.dumps({"fetchNews": "false"}))
@@ -88,7 +91,7 @@ def lab(tmp_path: Path) -> Iterator[str]:
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root)
     try:
         _wait_for_server(f"http://127.0.0.1:{port}/api/status?token={token}", proc, log)
-        yield f"http://127.0.0.1:{port}/lab/tree/{TOUR}?token={token}"
+        yield f"http://127.0.0.1:{port}/lab/tree/{name}?token={token}"
     finally:
         proc.terminate()
         try:
@@ -96,6 +99,33 @@ def lab(tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[str]:
+    """A JupyterLab serving a scratch copy of the tour; yields the notebook's URL."""
+    _needs_a_browser()
+    with _serve(tmp_path, TOUR, nbformat.read(NOTEBOOKS / TOUR, as_version=4)) as url:
+        yield url
+
+
+LIVE = "live_step.ipynb"
+LIVE_CELLS = [
+    "from agentos_kernel.cli import main\nmain(['init', 'ws'])",
+    "from agentos_kernel.jupyter.livestep import LiveStepper\n"
+    "w = LiveStepper('hello, greet Ada', workspace='ws', layers={'L1'})\nw",
+]
+
+
+@pytest.fixture
+def live_lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A JupyterLab serving a notebook that opens a LiveStepper; yields (URL, its workspace)."""
+    _needs_a_browser()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in LIVE_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    with _serve(tmp_path, LIVE, nb) as url:
+        yield url, tmp_path / "root" / "ws"
 
 
 @pytest.fixture
@@ -152,3 +182,48 @@ def test_the_tour_renders_the_stepper_and_next_changes_the_layer(
         finally:
             browser.close()
 
+
+
+def test_a_deny_clicked_in_the_live_stepper_ends_in_the_log(
+        live_lab: tuple[str, Path], artifacts: Path) -> None:
+    """The kernel is not blocked while the run waits for a person: the click reaches it, the
+    hook denies, and the deny is in the session's log with actor human."""
+    from playwright.sync_api import expect, sync_playwright
+
+    url, ws = live_lab
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            expect.set_options(timeout=60_000)
+            page.goto(url)
+            idle = re.compile(r"\(ipykernel\) \| Idle$")
+            expect(page.locator(".jp-StatusBar-TextItem", has_text=idle)).to_be_visible()
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+            live = page.locator(".jp-OutputArea-output .agentos-live")
+            expect(live).to_have_count(1)
+            human = live.locator(".agentos-human")
+            expect(human).to_contain_text("PreToolUse: a person decides")
+            expect(human).to_contain_text("echo")
+            done = live.locator(".agentos-done")
+            for _ in range(10):  # the scripted worker retries after a deny: each retry asks again
+                if done.count():
+                    break
+                deny = human.locator("button", has_text="Deny")
+                if deny.is_visible():
+                    deny.click()
+                page.wait_for_timeout(500)
+            expect(done).to_contain_text("NOT ok")
+            expect(live.locator(".agentos-live-trace")).to_contain_text("human")
+            page.screenshot(path=str(artifacts / "live-stepper-deny.png"))
+        finally:
+            browser.close()
+    logs = list((ws / "sessions").glob("*/.events.jsonl"))
+    assert len(logs) == 1
+    events = [json.loads(x) for x in logs[0].read_text().splitlines()]
+    denied = [e for e in events if e["type"] == "hook.fired" and e["actor"] == "human"]
+    assert denied and denied[0]["payload"]["decision"] == "deny"
+    assert denied[0]["payload"]["reason"] == "denied by the instructor"
+    assert not any(e["type"] == "tool.invoke" for e in events)

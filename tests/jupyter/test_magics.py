@@ -51,6 +51,15 @@ def test_agent_options_reach_the_runtime(ip) -> None:
     assert run.events[0].payload["model"] == "scripted-2"
 
 
+def test_agent_live_prints_each_event_as_it_is_logged(ip, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentos_kernel.livetrace import header, line
+
+    run = ip.run_line_magic("agent", f"--live {CANONICAL}")
+    assert capsys.readouterr().out.splitlines() == [header()] + [line(ev) for ev in run.events]
+    ip.run_line_magic("agent", CANONICAL)  # without --live: the AgentRun alone, nothing printed
+    assert capsys.readouterr().out == ""
+
+
 def test_an_unquoted_prompt_is_the_rest_of_the_line(ip) -> None:
     run = ip.run_line_magic("agent", "hello, greet Ada --faults malformed_worker")
     assert run.prompt == "hello, greet Ada" and run.error.code == "MALFORMED_AGENT_MESSAGE"

@@ -138,3 +138,13 @@ def test_unknown_sessions_are_refused(ws: Path) -> None:
         ReplayScrubber("s0042", workspace=ws)
     with pytest.raises(TypeError, match="expected a session id or the result of %agent, not int"):
         LayerStepper(42)
+
+
+def test_long_snapshot_values_are_cut_with_an_ellipsis(run) -> None:
+    """Class-day defect 10: a cut is marked, never a silent stop mid-token."""
+    st = LayerStepper(run)
+    st.go(32)
+    rows = re.findall(r"<b>(\w+)</b></td><td[^>]*><code>(.*?)</code>", st.snapshot_view.value)
+    cells = dict(rows)
+    assert len(html.unescape(cells["hook_decisions"])) == 300 and cells["hook_decisions"].endswith("…")
+    assert cells["output"] == "&quot;Hello, Ada!&quot;"  # short values are whole

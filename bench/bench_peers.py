@@ -1,0 +1,310 @@
+"""The canonical request beside the same four-role flow on peer frameworks (run by hand).
+
+    pip install -e ".[bench]"
+    python bench/bench_peers.py [--rounds 200] [--write]
+
+One process, interleaved rounds (each round runs every contender once, in a rotating order,
+so a machine that slows down mid-run slows them all alike); the figure is each contender's
+median. Contenders:
+
+- `agentos request`: `Runtime.handle_user_request("hello, greet Ada")` on the scripted
+  provider, the runtime built once: every boundary schema-checked, hooks run with their
+  timeouts, payloads redacted, each event chained and written to disk (fsync at close).
+- `agentos %agent`: the notebook path (`jupyter.api.run_agent`), which loads the
+  workspace on every call.
+- LangGraph, Pydantic AI, the OpenAI Agents SDK: the same flow (lead, planner, worker with one
+  `echo` tool call, reviewer: five model calls, one tool call, JSON answers parsed) with
+  each framework's own fake model, nothing persisted, no schema checks, no hooks.
+- Floors: the 32 events of the canonical log as `json.dumps` + write + flush of a file, and
+  an orjson fold over them (what replay costs at the least).
+
+Peers are optional (`[bench]` extra); a missing one is reported and skipped.
+"""
+
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agentos_kernel import Runtime
+from agentos_kernel.cli import main as cli_main
+
+CANONICAL = "hello, greet Ada"
+LEAD = {"intent": f"Fulfil the request: {CANONICAL}", "constraints": []}
+PLAN = {"steps": [{"id": "s1", "action": "greet"}, {"id": "s2", "action": "report"}], "risks": []}
+REPORT = {"output": "Hello, Ada!", "steps_completed": ["s1", "s2"]}
+REVIEW = {"verdict": "pass", "reasons": ["every plan step is completed"]}
+
+
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+# -- agentos ------------------------------------------------------------------------------
+
+def agentos_request(ws: Path) -> Callable[[], Any]:
+    rt = Runtime.from_workspace(ws)
+
+    def run() -> Any:
+        result = rt.handle_user_request(CANONICAL)
+        assert result.value.output == "Hello, Ada!"
+
+    return run
+
+
+def agentos_magic(ws: Path) -> Callable[[], Any]:
+    from agentos_kernel.jupyter import api
+
+    def run() -> Any:
+        assert api.run_agent(CANONICAL, workspace=ws).output == "Hello, Ada!"
+
+    return run
+
+
+# -- LangGraph ----------------------------------------------------------------------------
+
+def langgraph_flow() -> Callable[[], Any]:
+    from typing import Annotated, TypedDict
+
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+    from langgraph.prebuilt import ToolNode
+
+    def fake(*answers: AIMessage) -> GenericFakeChatModel:
+        return GenericFakeChatModel(messages=itertools.cycle(answers))
+
+    lead = fake(AIMessage(json.dumps(LEAD)))
+    planner = fake(AIMessage(json.dumps(PLAN)))
+    worker = fake(AIMessage("", tool_calls=[{"name": "echo", "args": {"text": "Hello, Ada!"},
+                                             "id": "t1"}]),
+                  AIMessage(json.dumps(REPORT)))
+    reviewer = fake(AIMessage(json.dumps(REVIEW)))
+
+    class State(TypedDict, total=False):
+        prompt: str
+        directive: dict[str, Any]
+        plan: dict[str, Any]
+        messages: Annotated[list[Any], add_messages]
+        report: dict[str, Any]
+        verdict: dict[str, Any]
+
+    def lead_node(s: State) -> State:
+        r = lead.invoke([SystemMessage("You are the lead."), HumanMessage(s["prompt"])])
+        return {"directive": json.loads(r.content)}
+
+    def planner_node(s: State) -> State:
+        r = planner.invoke([SystemMessage("You are the planner."), HumanMessage(json.dumps(s["directive"]))])
+        return {"plan": json.loads(r.content),
+                "messages": [SystemMessage("You are the worker."), HumanMessage(r.content)]}
+
+    def worker_node(s: State) -> State:
+        r = worker.invoke(s["messages"])
+        return {"messages": [r]} if r.tool_calls else {"messages": [r], "report": json.loads(r.content)}
+
+    def reviewer_node(s: State) -> State:
+        r = reviewer.invoke([SystemMessage("You are the reviewer."), HumanMessage(json.dumps(s["report"]))])
+        return {"verdict": json.loads(r.content)}
+
+    g = StateGraph(State)
+    for name, fn in (("lead", lead_node), ("planner", planner_node), ("worker", worker_node),
+                     ("reviewer", reviewer_node)):
+        g.add_node(name, fn)
+    g.add_node("tools", ToolNode([tool(echo)]))
+    g.add_edge(START, "lead")
+    g.add_edge("lead", "planner")
+    g.add_edge("planner", "worker")
+    g.add_conditional_edges("worker", lambda s: "reviewer" if "report" in s else "tools")
+    g.add_edge("tools", "worker")
+    g.add_edge("reviewer", END)
+    graph = g.compile()
+
+    def run() -> Any:
+        out = graph.invoke({"prompt": CANONICAL})
+        assert out["report"]["output"] == "Hello, Ada!" and out["verdict"]["verdict"] == "pass"
+
+    return run
+
+
+# -- Pydantic AI --------------------------------------------------------------------------
+
+def pydantic_ai_flow() -> Callable[[], Any]:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def answer(doc: dict[str, Any]) -> FunctionModel:
+        return FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart(json.dumps(doc))]))
+
+    def worker_model(messages: list[Any], info: Any) -> ModelResponse:
+        returned = any(isinstance(p, ToolReturnPart) for m in messages for p in getattr(m, "parts", ()))
+        if returned:
+            return ModelResponse(parts=[TextPart(json.dumps(REPORT))])
+        return ModelResponse(parts=[ToolCallPart("echo", {"text": "Hello, Ada!"}, tool_call_id="t1")])
+
+    lead = Agent(answer(LEAD), system_prompt="You are the lead.")
+    planner = Agent(answer(PLAN), system_prompt="You are the planner.")
+    worker = Agent(FunctionModel(worker_model), system_prompt="You are the worker.")
+    worker.tool_plain(echo)
+    reviewer = Agent(answer(REVIEW), system_prompt="You are the reviewer.")
+
+    def run() -> Any:
+        directive = json.loads(lead.run_sync(CANONICAL).output)
+        plan = planner.run_sync(json.dumps(directive)).output
+        report = json.loads(worker.run_sync(plan).output)
+        verdict = json.loads(reviewer.run_sync(json.dumps(report)).output)
+        assert report["output"] == "Hello, Ada!" and verdict["verdict"] == "pass"
+
+    return run
+
+
+# -- OpenAI Agents SDK --------------------------------------------------------------------
+
+def openai_agents_flow() -> Callable[[], Any]:
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    from agents import Agent, Runner, Usage, function_tool, set_tracing_disabled
+
+    set_tracing_disabled(True)  # tracing would export over the network
+
+    def message(doc: dict[str, Any]) -> ResponseOutputMessage:
+        return ResponseOutputMessage(id="m", role="assistant", status="completed", type="message",
+                                     content=[ResponseOutputText(text=json.dumps(doc), type="output_text",
+                                                                 annotations=[])])
+
+    class Fake(Model):
+        def __init__(self, doc: dict[str, Any], tool_first: bool = False) -> None:
+            self.doc, self.tool_first = doc, tool_first
+
+        async def get_response(self, system_instructions: Any, input: Any, *args: Any,
+                               **kwargs: Any) -> ModelResponse:
+            returned = isinstance(input, list) and any(
+                (i.get("type") if isinstance(i, dict) else getattr(i, "type", None)) == "function_call_output"
+                for i in input)
+            if self.tool_first and not returned:
+                out: list[Any] = [ResponseFunctionToolCall(arguments=json.dumps({"text": "Hello, Ada!"}),
+                                                           call_id="t1", name="echo", type="function_call")]
+            else:
+                out = [message(self.doc)]
+            return ModelResponse(output=out, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    lead = Agent(name="lead", instructions="You are the lead.", model=Fake(LEAD))
+    planner = Agent(name="planner", instructions="You are the planner.", model=Fake(PLAN))
+    worker = Agent(name="worker", instructions="You are the worker.", model=Fake(REPORT, tool_first=True),
+                   tools=[function_tool(echo)])
+    reviewer = Agent(name="reviewer", instructions="You are the reviewer.", model=Fake(REVIEW))
+
+    async def flow() -> None:
+        directive = json.loads((await Runner.run(lead, CANONICAL)).final_output)
+        plan = (await Runner.run(planner, json.dumps(directive))).final_output
+        report = json.loads((await Runner.run(worker, plan)).final_output)
+        verdict = json.loads((await Runner.run(reviewer, json.dumps(report))).final_output)
+        assert report["output"] == "Hello, Ada!" and verdict["verdict"] == "pass"
+
+    loop = asyncio.new_event_loop()
+    return lambda: loop.run_until_complete(flow())
+
+
+# -- floors -------------------------------------------------------------------------------
+
+def floors(log: Path, tmp: Path) -> dict[str, Callable[[], Any]]:
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    raw = log.read_bytes().splitlines()
+
+    def write_flush() -> None:
+        with (tmp / "floor.jsonl").open("w") as f:
+            for d in lines:
+                f.write(json.dumps(d) + "\n")
+                f.flush()
+
+    def fold() -> None:
+        n = 0
+        for line in raw:
+            n += len(orjson.loads(line)["payload"])
+
+    return {"floor: 32 events json.dumps+write+flush": write_flush, "floor: orjson fold of 32 events": fold}
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        model = next(ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                     if ln.startswith("model name"))
+        cpu = model
+    except (OSError, StopIteration):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=200, help="interleaved rounds (default 200)")
+    ap.add_argument("--write", action="store_true", help="append the table to bench/RESULTS.md")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="agentos-bench-"))
+    ws = tmp / "ws"
+    with open(os.devnull, "w") as null:
+        stdout, sys.stdout = sys.stdout, null
+        try:
+            cli_main(["init", str(ws)])
+            cli_main(["--workspace", str(ws), "demo"])
+        finally:
+            sys.stdout = stdout
+    contenders: dict[str, Callable[[], Any]] = {"agentos request": agentos_request(ws),
+                                                "agentos %agent": agentos_magic(ws)}
+    for name, make in (("LangGraph", langgraph_flow), ("Pydantic AI", pydantic_ai_flow),
+                       ("OpenAI Agents SDK", openai_agents_flow)):
+        try:
+            contenders[name] = make()
+        except ImportError as exc:
+            print(f"skipped {name}: {exc} (pip install -e '.[bench]')", file=sys.stderr)
+    contenders.update(floors(ws / "sessions" / "s0001" / ".events.jsonl", tmp))
+    for fn in contenders.values():  # warm up: imports, caches, first compiles
+        for _ in range(3):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    names = list(contenders)
+    for r in range(args.rounds):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            t = time.perf_counter()
+            contenders[name]()
+            times[name].append((time.perf_counter() - t) * 1000)
+        if r % 50 == 49:
+            print(f"  {r + 1}/{args.rounds} rounds", file=sys.stderr)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    ours = med["agentos request"]
+    rows = [f"| {k} | {v:.3f} | {v / ours:.2f}× |" for k, v in med.items()]
+    table = "\n".join([f"Machine: {machine()}; {args.rounds} interleaved rounds, medians.", "",
+                       "| contender | ms per request | × agentos request |", "|---|---|---|", *rows])
+    print(table)
+    if args.write:
+        with (Path(__file__).parent / "RESULTS.md").open("a", encoding="utf-8") as f:
+            f.write(f"\n## Peers ({time.strftime('%Y-%m-%d')}, bench/bench_peers.py)\n\n{table}\n")
+
+
+if __name__ == "__main__":
+    main()
