@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .errors import Problem
-from .schemas import SchemaRegistry
+from .yamlload import safe_load, yaml_error
+
+if TYPE_CHECKING:
+    from .schemas import SchemaRegistry
 
 
 def split(text: str) -> tuple[Any, str]:
@@ -20,7 +21,7 @@ def split(text: str) -> tuple[Any, str]:
         raise ValueError("frontmatter is not closed by a '---' line")
     head = text[3:end]
     body = text[end + 4:].lstrip("\n")
-    return yaml.safe_load(head), body
+    return safe_load(head), body
 
 
 def load(path: Path, schema_id: str, schemas: SchemaRegistry, shown: str
@@ -34,7 +35,7 @@ def load(path: Path, schema_id: str, schemas: SchemaRegistry, shown: str
         meta, body = split(text)
     except ValueError as exc:
         return Problem(shown, "frontmatter", str(exc))
-    except yaml.YAMLError as exc:
+    except yaml_error() as exc:
         mark = getattr(exc, "problem_mark", None)
         # The YAML starts on the opening "---" line itself: its line 0 is line 1 of the file.
         where = f"frontmatter line {mark.line + 1}" if mark else "frontmatter"

@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .errors import ContractError, Problem
 from .frontmatter import field_of
-from .schemas import SchemaRegistry
+from .yamlload import safe_load, yaml_error
+
+if TYPE_CHECKING:
+    from .schemas import SchemaRegistry
 
 CONFIG_NAME = "agentos.yaml"
 
@@ -117,10 +118,10 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
     """Read and check agentos.yaml; raise ContractError naming file and field."""
     shown = shown or str(path)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ContractError([Problem(shown, "-", f"cannot read: {exc.strerror}")]) from None
-    except yaml.YAMLError as exc:
+    except yaml_error() as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "-"
         raise ContractError([Problem(shown, where, f"not valid YAML: "

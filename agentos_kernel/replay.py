@@ -12,11 +12,10 @@ from copy import deepcopy
 from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from .events import Event, LogError, TornTail, report_torn
+if TYPE_CHECKING:
+    from .events import Event, TornTail
 
 
 @dataclass(frozen=True)
@@ -239,6 +238,9 @@ def replay_path(path: Path, at: int | None = None,
     """`replay` straight from a JSONL log: the same fold over the parsed lines, without
     building Event objects (the hot path of `agentos replay` on long logs). A torn final
     line is set aside and reported as read_log does (events.log_lines)."""
+    import orjson  # here, not at the top: `import agentos_kernel` imports this module
+
+    from .events import LogError, TornTail, report_torn
     fold = _Fold()
     with Path(path).open("rb") as f:  # log_lines' loop, inlined: this is the hot path
         n = 0

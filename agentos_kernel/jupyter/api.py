@@ -21,6 +21,7 @@ from ..profile import load_config
 from ..providers.faults import load_fault_plan
 from ..replay import replay
 from ..rerun import rerun
+from ..runtime_cache import cached_runtime
 from ..schemas import SchemaRegistry
 from ..skills import discover
 from ..workspace import find_workspace
@@ -43,7 +44,8 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
     if mode is not None and cycle is None:
         raise WorkbenchError("--mode applies to a cycle: add --cycle ID (e.g. --cycle code-review)")
     plan = load_fault_plan(faults) if faults else None
-    rt = Runtime.from_workspace(workspace, profile=profile, faults=plan)
+    # One Runtime per workspace, loaded again only when a contract file changed.
+    rt = cached_runtime(workspace, profile=profile, faults=plan)
     if cycle is not None:
         return _run_cycle(rt, cycle, prompt, session, mode)
     result = rt.handle_user_request(prompt, session_id=session)

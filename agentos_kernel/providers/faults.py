@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from ..yamlload import safe_load, yaml_error
 
 FAULT_KINDS = (
     "malformed_json", "schema_violation", "tool_call", "provider_error", "timeout",
@@ -134,10 +134,10 @@ def load_fault_plan(spec: str) -> FaultPlan:
     path = Path(spec)
     if path.suffix in (".yaml", ".yml", ".json") or path.is_file():
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            doc = safe_load(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise FaultPlanError(f"{spec}: -: cannot read the fault plan ({exc.strerror})") from None
-        except yaml.YAMLError as exc:
+        except yaml_error() as exc:
             raise FaultPlanError(f"{spec}: -: not valid YAML/JSON ({exc})") from None
         return _build(spec, doc, spec)
     faults: list[Fault] = []
