@@ -132,8 +132,29 @@ def write_long_session(sessions: Path | str, session_id: str, n: int) -> Path:
     return path
 
 
+def add_reviewers(workspace: Path | str, n: int) -> list[str]:
+    """Make the review phase of `workspace` fan out to `n` reviewer personas: copies of its
+    reviewers, named `<reviewer>-000`, `-001`, ... (an L8 cycle at class scale)."""
+    import re
+
+    root = Path(workspace) / "workflows"
+    src = sorted((root / "personas" / "reviewer").glob("*.md"))
+    names = []
+    for i in range(n):
+        s = src[i % len(src)]
+        name = f"{s.stem}-{i:03d}"
+        (s.parent / f"{name}.md").write_text(
+            s.read_text(encoding="utf-8").replace(f"name: {s.stem}", f"name: {name}", 1), encoding="utf-8")
+        names.append(name)
+    phase = root / "phases" / "review.md"
+    text = re.sub(r"agents_invoked: \[.*?\]", f"agents_invoked: [{', '.join(names)}]",
+                  phase.read_text(encoding="utf-8"), count=1)
+    phase.write_text(text, encoding="utf-8")
+    return names
+
+
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-__all__ = ["ScratchWorkspace", "check", "scratch_workspace", "write_long_session"]
+__all__ = ["ScratchWorkspace", "add_reviewers", "check", "scratch_workspace", "write_long_session"]

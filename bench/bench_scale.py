@@ -13,6 +13,8 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
   the canonical request on a warm Runtime, and against loading the workspace per call (the
   path before the Runtime cache).
 - import: `import agentos_kernel`, and `%load_ext agentos_kernel` against `import IPython`.
+- l8: the code-review cycle with 3, 24 and 96 reviewer personas
+  (`agentos_kernel.testing.add_reviewers`), one run each after a warm-up cycle.
 - sessions: a new session (counter found afresh, as a new Runtime does) in workspaces of
   0, 1k and 10k sessions.
 """
@@ -167,10 +169,37 @@ def bench_sessions(tmp: Path, n: int, sizes: tuple[int, ...]) -> list[str]:
             for size, t in times.items()]
 
 
+PROMPT_L8 = "review the change in auth.py"
+
+
+def bench_l8(tmp: Path, sizes: tuple[int, ...], n: int) -> list[str]:
+    import shutil
+
+    from agentos_kernel import Runtime
+    from agentos_kernel.testing import add_reviewers
+
+    template = init_workspace(tmp / "ws-l8")
+    rts = {}
+    for size in sizes:
+        ws = tmp / f"ws-l8-{size}"
+        shutil.copytree(template, ws)
+        add_reviewers(ws, size)
+        rts[size] = Runtime.from_workspace(ws)
+        rts[size].run_cycle("code-review", PROMPT_L8)  # warm: the CEL grammar
+    times: dict[int, list[float]] = {s: [] for s in sizes}
+    for _ in range(n):
+        for size, rt in rts.items():
+            times[size].append(timed(lambda rt=rt: rt.run_cycle("code-review", PROMPT_L8)))
+    base = statistics.median(times[sizes[0]])
+    return [f"| {size} personas | {statistics.median(t):.2f} s | {statistics.median(t) / base:.1f}x | "
+            f"{'< 1 s' if size == 96 else 'linear'} |" for size, t in times.items()]
+
+
 SECTIONS: dict[str, Callable[[Path, argparse.Namespace], list[str]]] = {
     "widgets": lambda tmp, a: bench_widgets(tmp, [10_000] if a.quick else [10_000, 100_000], 3),
     "agent": lambda tmp, a: bench_agent(tmp, 20 if a.quick else 100),
     "import": lambda tmp, a: bench_import(5 if a.quick else 15),
+    "l8": lambda tmp, a: bench_l8(tmp, (3, 24) if a.quick else (3, 24, 96), 1 if a.quick else 3),
     "sessions": lambda tmp, a: bench_sessions(tmp, 20 if a.quick else 100,
                                               (0, 1000) if a.quick else (0, 1000, 10_000)),
 }
@@ -180,6 +209,7 @@ HEADERS = {
     "agent": "| `hello, greet Ada` | median | vs the canonical request |\n|---|---|---|",
     "import": "| cold start (fresh interpreter) | median | vs `import IPython` (goal: %load_ext <= 1.3x) |"
               "\n|---|---|---|",
+    "l8": "| code-review cycle | median | vs 3 personas | goal |\n|---|---|---|---|",
     "sessions": "| new session in a workspace of | median | vs empty (goal: 1.0x) |\n|---|---|---|",
 }
 
