@@ -9,13 +9,24 @@ no HTTP client, YAML parser or JSON Schema validator until something needs one.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
-# Eager, and light (the standard library only): `replay` must be the function, not the
-# submodule of the same name that a first import of agentos_kernel.replay would bind here.
-from .replay import Snapshot, replay
-
 __version__ = "0.1.0"
+
+
+class _Package(types.ModuleType):
+    """This package's module type: the first import of the submodule agentos_kernel.replay
+    would bind it as the attribute `replay`, hiding the function `replay` exported here."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "replay" and isinstance(value, types.ModuleType):
+            return  # `agentos_kernel.replay` stays the function (found by __getattr__)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 _LAZY = {
     "ContractError": "errors", "DomainError": "errors", "Err": "errors", "ErrorCode": "errors",
@@ -26,6 +37,7 @@ _LAZY = {
     "VerifyReport": "integrity", "verify_log": "integrity",
     "RunResult": "kernel", "Runtime": "kernel",
     "RuntimeProfile": "profile",
+    "Snapshot": "replay", "replay": "replay",
     "SchemaRegistry": "schemas",
     "ToolCall": "tools", "ToolDef": "tools", "ToolRegistry": "tools", "dispatch_tool": "tools",
 }
