@@ -217,7 +217,8 @@ HEADERS = {
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, fewer runs")
-    ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma-separated sections (default: all of {','.join(SECTIONS)})")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as d:
         for name in args.only.split(","):
