@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .builtin_tools import BUILTIN_TOOLS
-from .clock import CounterIds, LogicalClock, RandomIds, SystemClock, random_session_id
+from .clock import CounterIds, LogicalClock, RandomIds, SystemClock, first_free, random_session_id
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .events import Event, JsonlEventStore, LogError, check_session_id, ends_complete
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
 from .profile import RuntimeProfile, WorkspaceConfig, load_config
-from .providers.anthropic import AnthropicProvider
 from .providers.base import Provider
 from .providers.faults import FaultPlan
-from .providers.openai_compat import OpenAICompatProvider
-from .providers.scripted import ScriptedProvider
 from .pwr import Resume, run_pwr
 from .recorder import SessionLog, root_cause_note
 from .replay import Snapshot, replay_path
@@ -35,13 +31,28 @@ from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
 from .workspace import Workspace, find_workspace, reference_dir
 
-_COUNTED = re.compile(r"^s\d{4,}$")  # deterministic ids: s0001, s0002, ... (named ones are skipped)
 ProviderFactory = Callable[[RuntimeProfile, FaultPlan | None], Provider]
+
+
+# Each adapter is imported when a profile first uses it: the HTTP ones load http.client and
+# ssl, which an offline class (and `import agentos_kernel`) never needs.
+def _scripted(p: RuntimeProfile, f: FaultPlan | None) -> Provider:
+    from .providers.scripted import ScriptedProvider
+    return ScriptedProvider(p.model, p.prices, f, p.max_retries)
+
+
+def _openai_compat(p: RuntimeProfile, f: FaultPlan | None) -> Provider:
+    from .providers.openai_compat import OpenAICompatProvider
+    return OpenAICompatProvider.from_profile(p)
+
+
+def _anthropic(p: RuntimeProfile, f: FaultPlan | None) -> Provider:
+    from .providers.anthropic import AnthropicProvider
+    return AnthropicProvider.from_profile(p)
+
+
 PROVIDERS: dict[str, ProviderFactory] = {
-    "scripted": lambda p, f: ScriptedProvider(p.model, p.prices, f, p.max_retries),
-    "openai_compat": lambda p, f: OpenAICompatProvider.from_profile(p),
-    "anthropic": lambda p, f: AnthropicProvider.from_profile(p),
-}
+    "scripted": _scripted, "openai_compat": _openai_compat, "anthropic": _anthropic}
 
 
 def unknown_provider(file: str, prof: RuntimeProfile) -> Problem | None:
@@ -119,12 +130,16 @@ class Runtime:
         Only `open_session` claims it (another process may take it first)."""
         if not self.profile.deterministic:
             return random_session_id()
-        if self._next_n is None:  # list the store once; then count (it only grows)
-            numbered = [int(s[1:]) for s in self.store.sessions() if _COUNTED.match(s)]
-            self._next_n = max(numbered, default=0) + 1
+        if self._next_n is None:  # found once by probing, never by listing; then counted
+            self._next_n = first_free(lambda n: self.store.exists(f"s{n:04d}"))
         while self.store.exists(f"s{self._next_n:04d}"):
             self._next_n += 1
         return f"s{self._next_n:04d}"
+
+    def forget_session_ids(self) -> None:
+        """Find the next counted id afresh on the next request, as a new Runtime would
+        (runtime_cache reuses a Runtime across requests)."""
+        self._next_n = None
 
     def _claim(self, session_id: str | None) -> str | Err:
         """Claim `session_id`, or the first free new id, under the session's OS lock: two
