@@ -1,20 +1,55 @@
 """agentos-kernel: a reference Agent OS Runtime (spec layers L1-L8, invariants I-1..I-5).
 
 Public API re-exports only. Nothing here does I/O at import time, and pandas, matplotlib,
-ipywidgets and IPython are never imported by the runtime itself.
+ipywidgets and IPython are never imported by the runtime itself. The re-exports load on
+first use (PEP 562 module `__getattr__`): `import agentos_kernel` (and `%load_ext`) loads
+no HTTP client, YAML parser or JSON Schema validator until something needs one.
 """
 
-from .errors import ContractError, DomainError, Err, ErrorCode, InvariantViolation, Ok, Problem
-from .events import Event, EventStore, JsonlEventStore, read_log, verify_chain
-from .hooks import HookBus, HookDecision, HookHandler
-from .integrity import VerifyReport, verify_log
-from .kernel import RunResult, Runtime
-from .profile import RuntimeProfile
-from .replay import Snapshot, replay
-from .schemas import SchemaRegistry
-from .tools import ToolCall, ToolDef, ToolRegistry, dispatch_tool
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
 
 __version__ = "0.1.0"
+
+
+class _Package(types.ModuleType):
+    """This package's module type: the first import of the submodule agentos_kernel.replay
+    would bind it as the attribute `replay`, hiding the function `replay` exported here."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "replay" and isinstance(value, types.ModuleType):
+            return  # `agentos_kernel.replay` stays the function (found by __getattr__)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+_LAZY = {
+    "ContractError": "errors", "DomainError": "errors", "Err": "errors", "ErrorCode": "errors",
+    "InvariantViolation": "errors", "Ok": "errors", "Problem": "errors",
+    "Event": "events", "EventStore": "events", "JsonlEventStore": "events", "read_log": "events",
+    "verify_chain": "events",
+    "HookBus": "hooks", "HookDecision": "hooks", "HookHandler": "hooks",
+    "VerifyReport": "integrity", "verify_log": "integrity",
+    "RunResult": "kernel", "Runtime": "kernel",
+    "RuntimeProfile": "profile",
+    "Snapshot": "replay", "replay": "replay",
+    "SchemaRegistry": "schemas",
+    "ToolCall": "tools", "ToolDef": "tools", "ToolRegistry": "tools", "dispatch_tool": "tools",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 def load_ipython_extension(ipython: object) -> None:
@@ -32,3 +67,7 @@ __all__ = [
     "ToolRegistry", "VerifyReport", "__version__", "dispatch_tool", "load_ipython_extension",
     "read_log", "replay", "verify_chain", "verify_log",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -6,6 +6,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -126,3 +127,18 @@ def uuid7() -> uuid.UUID:
 def random_session_id() -> str:
     """A new session id for a non-deterministic run: date plus random hex."""
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
+
+
+def first_free(taken: Callable[[int], bool]) -> int:
+    """The counted id after the run s0001, s0002, … that the runtime allocated: doubling
+    n until s<n> is free, then bisecting, so O(log N) existence checks for N sessions where
+    listing them all was O(N). Ids the runtime allocates have no holes, so this is the
+    highest one + 1; in a workspace where sessions were deleted by hand it is a hole the
+    search lands on (still unused, and the same for every process looking)."""
+    lo, hi = 0, 1  # taken(lo) (0 stands for "before s0001"), hi not yet checked
+    while taken(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:  # taken(lo), not taken(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if taken(mid) else (lo, mid)
+    return hi

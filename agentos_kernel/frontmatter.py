@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import os
 import stat
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .errors import Problem
-from .schemas import SchemaRegistry, not_json
+from .yamlload import yaml_error
+
+if TYPE_CHECKING:  # imported on first use: `import agentos_kernel` loads neither
+    import yaml
+
+    from .schemas import SchemaRegistry
 
 MAX_FILE_BYTES, MAX_YAML_CHARS, MAX_YAML_DEPTH, MAX_YAML_VALUES = 1 << 20, 64 * 1024, 64, 10_000
 
@@ -32,21 +36,29 @@ class FrontmatterError(ValueError):
         self.field = field
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that refuses nesting past MAX_YAML_DEPTH (a YAMLError with its line)."""
+@cache
+def _bounded_loader() -> type:
+    """SafeLoader that refuses nesting past MAX_YAML_DEPTH (a YAMLError with its line). The
+    pure-Python loader, not libyaml's: only its composer can be stopped as it recurses, and
+    contract YAML is small (MAX_YAML_CHARS); loading a whole workspace is cached anyway
+    (runtime_cache.py)."""
+    import yaml
 
-    depth = 0
+    class BoundedLoader(yaml.SafeLoader):
+        depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        self.depth += 1
-        try:
-            if self.depth > MAX_YAML_DEPTH:
-                raise yaml.composer.ComposerError(
-                    None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
-                    self.peek_event().start_mark)
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            try:
+                if self.depth > MAX_YAML_DEPTH:
+                    raise yaml.composer.ComposerError(
+                        None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
+                        self.peek_event().start_mark)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return BoundedLoader
 
 
 def load_yaml(text: str, max_chars: int = MAX_YAML_CHARS) -> Any:
@@ -56,7 +68,9 @@ def load_yaml(text: str, max_chars: int = MAX_YAML_CHARS) -> Any:
     if len(text) > max_chars:
         raise FrontmatterError(f"the YAML is {len(text)} characters; at most {max_chars} "
                                "are read (put long text in the Markdown body)")
-    loader = _BoundedLoader(text)
+    from .schemas import not_json
+
+    loader = _bounded_loader()(text)
     try:
         doc = loader.get_single_data()
     finally:
@@ -118,7 +132,7 @@ def load(path: Path, schema_id: str, schemas: SchemaRegistry, shown: str
         meta, body = split(text)
     except FrontmatterError as exc:
         return Problem(shown, exc.field, str(exc))
-    except yaml.YAMLError as exc:
+    except yaml_error() as exc:
         line, reason = yaml_problem(exc, text[3:])
         # The YAML starts on the opening "---" line itself: its line 0 is line 1 of the file.
         where = f"frontmatter line {line + 1}" if line is not None else "frontmatter"

@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .builtin_tools import BUILTIN_TOOLS
-from .clock import CounterIds, LogicalClock, RandomIds, SystemClock, random_session_id
+from .clock import CounterIds, LogicalClock, RandomIds, SystemClock, first_free, random_session_id
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .events import Event, JsonlEventStore, LogError, check_session_id, ends_complete
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
 from .profile import RuntimeProfile, WorkspaceConfig, load_config
-from .providers.cassette_file import Recording
 from .providers.faults import FaultPlan
 from .providers.registry import (  # noqa: F401  (key_env_of, ADAPTERS: the composition root's API)
     ADAPTERS,
@@ -40,8 +38,6 @@ from .skills import SkillRegistry, discover
 from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
 from .workspace import Workspace, find_workspace, reference_dir
-
-_COUNTED = re.compile(r"^s\d{4,}$")  # deterministic ids: s0001, s0002, ... (named ones are skipped)
 
 
 class Runtime:
@@ -114,12 +110,16 @@ class Runtime:
         Only `open_session` claims it (another process may take it first)."""
         if not self.profile.deterministic:
             return random_session_id()
-        if self._next_n is None:  # list the store once; then count (it only grows)
-            numbered = [int(s[1:]) for s in self.store.sessions() if _COUNTED.match(s)]
-            self._next_n = max(numbered, default=0) + 1
+        if self._next_n is None:  # found once by probing, never by listing; then counted
+            self._next_n = first_free(lambda n: self.store.exists(f"s{n:04d}"))
         while self.store.exists(f"s{self._next_n:04d}"):
             self._next_n += 1
         return f"s{self._next_n:04d}"
+
+    def forget_session_ids(self) -> None:
+        """Find the next counted id afresh on the next request, as a new Runtime would
+        (runtime_cache reuses a Runtime across requests)."""
+        self._next_n = None
 
     def _claim(self, session_id: str | None) -> str | Err:
         """Claim `session_id`, or the first free new id, under the session's OS lock: two
@@ -158,6 +158,8 @@ class Runtime:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
             if self.record_to is not None:
+                from .providers.cassette_file import Recording  # only `agentos run --record`
+
                 provider = Recording(provider, self.record_to, log.redact)
         except BaseException:
             log.close()  # no session to hand back: give up its claim

@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .errors import ContractError, Problem
 from .frontmatter import FrontmatterError, field_of, load_yaml, yaml_problem
-from .schemas import SchemaRegistry
+from .yamlload import yaml_error
+
+if TYPE_CHECKING:
+    from .schemas import SchemaRegistry
 
 CONFIG_NAME = "agentos.yaml"
 
@@ -136,7 +137,7 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
                                      f"{exc.start})")]) from None
     except FrontmatterError as exc:  # out of bounds: too long, too deep, too many values
         raise ContractError([Problem(shown, exc.field, str(exc))]) from None
-    except yaml.YAMLError as exc:
+    except yaml_error() as exc:
         line, why = yaml_problem(exc, text)
         raise ContractError([Problem(shown, "-" if line is None else f"line {line + 1}",
                                      f"not valid YAML: {why}")]) from None

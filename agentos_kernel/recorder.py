@@ -67,9 +67,14 @@ LAYERS: dict[str, str] = {
 
 def layer_of(event: Event) -> str:
     """The spec layer of an event (a domain.error names its own layer)."""
-    if event.type == "domain.error" and isinstance(event.payload, dict):
-        return str(event.payload.get("layer", "L4"))
-    return LAYERS.get(event.type.split(".", 1)[0], "L4")
+    return layer_for(event.type, event.payload)
+
+
+def layer_for(type_: str, payload: Any) -> str:
+    """layer_of for an event's type and payload (a log line not made into an Event)."""
+    if type_ == "domain.error" and isinstance(payload, dict):
+        return str(payload.get("layer", "L4"))
+    return LAYERS.get(type_.split(".", 1)[0], "L4")
 
 
 def failure_code(event: Event) -> str | None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from copy import deepcopy
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from .events import Event, LogError, TornTail, report_torn
+if TYPE_CHECKING:
+    from .events import Event, TornTail
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,60 @@ class Snapshot:
         return d
 
 
+LISTS = ("tools_invoked", "hook_decisions", "schema_violations", "errors")
+"""The snapshot fields the fold only ever appends to."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What a fold holds after some prefix of a log, kept cheaply: the scalars, copies of the
+    small mutable fields, and only the lengths of the append-only lists (ReplayIndex)."""
+
+    scalars: dict[str, Any]
+    """Every snapshot field but LISTS, roles, cost and workflow, as folded so far."""
+    cost: dict[str, Any]
+    """A copy of the cost so far."""
+    roles: dict[str, str]
+    """A copy of role -> last state."""
+    workflow: dict[str, Any] | None
+    """A deep copy of the L8 cycle so far."""
+    lengths: tuple[int, ...]
+    """len() of each LISTS field."""
+    reports: int
+    """How many worker.report ids were seen."""
+
+
+_NOT_SCALAR = frozenset({*LISTS, "cost", "roles", "workflow"})
+
+
 class _Fold:
     def __init__(self) -> None:
         self.d: dict[str, Any] = asdict(Snapshot())
         self.d["cost"] = dict(self.d["cost"])
-        for k in ("tools_invoked", "hook_decisions", "schema_violations", "errors"):
+        for k in LISTS:
             self.d[k] = []
-        self.outputs: dict[str, str] = {}  # worker.report id -> output, for amendments
+        # worker.report ids in order, for amendments: only membership and the latest matter.
+        self.reports: dict[str, None] = {}
+
+    def mark(self) -> Mark:
+        """The fold's state now, without copying the append-only lists."""
+        d = self.d
+        scalars = {k: v for k, v in d.items() if k not in _NOT_SCALAR}
+        return Mark(scalars, dict(d["cost"]), dict(d["roles"]), deepcopy(d["workflow"]),
+                    tuple(len(d[k]) for k in LISTS), len(self.reports))
+
+    @classmethod
+    def resume(cls, mark: Mark, ahead: _Fold) -> _Fold:
+        """A fold in the state `mark` recorded, given `ahead`: the fold that made the mark
+        and went on (its lists still begin with what they held then: they only grow)."""
+        fold = cls()
+        d = fold.d
+        d.update(mark.scalars)
+        d["cost"], d["roles"], d["workflow"] = dict(mark.cost), dict(mark.roles), deepcopy(mark.workflow)
+        for k, n in zip(LISTS, mark.lengths, strict=True):
+            d[k] = ahead.d[k][:n]
+        fold.reports = dict.fromkeys(islice(ahead.reports, mark.reports))
+        return fold
 
     def step(self, ev: Event) -> None:
         self.fold(ev.id, ev.session_id, ev.type, ev.actor, ev.payload)
@@ -118,7 +165,7 @@ class _Fold:
                 d["rework_count"] += 1
         elif t == "worker.report":
             d["output"] = p.get("output")
-            self.outputs[eid] = p.get("output")
+            self.reports[eid] = None
         elif t == "hook.fired":
             d["hook_decisions"].append({"hook": p.get("hook"), "handler": p.get("handler"),
                                         "decision": p.get("decision"), "reason": p.get("reason")})
@@ -135,10 +182,9 @@ class _Fold:
             d["escalated"] = True
         elif t == "event.amended":
             d["amendments"] += 1
-            if p.get("target_id") in self.outputs and p.get("field") == "output":
-                self.outputs[p["target_id"]] = p.get("value")
-                if p["target_id"] == next(reversed(self.outputs)):
-                    d["output"] = p.get("value")
+            if p.get("target_id") in self.reports and p.get("field") == "output" \
+                    and p["target_id"] == next(reversed(self.reports)):
+                d["output"] = p.get("value")
         elif t == "session.close":
             d["closed"] = True
             d["ok"] = bool(p.get("ok"))
@@ -167,7 +213,7 @@ class _Fold:
     def snapshot(self) -> Snapshot:
         d = dict(self.d)
         d["cost"] = Cost(**d["cost"])
-        for k in ("tools_invoked", "hook_decisions", "schema_violations", "errors"):
+        for k in LISTS:
             d[k] = tuple(d[k])
         # Copies of what the fold keeps mutating, so a snapshot never changes after the fact
         # (replay_steps hands out one per event).
@@ -186,6 +232,8 @@ def replay(events: Iterable[Event], at: int | None = None) -> Snapshot:
         try:
             fold.step(ev)
         except _WRONG_TYPES as exc:
+            from .events import LogError
+
             raise LogError(f"event {i + 1} ({ev.id}): {_wrong_types(ev.type, exc)}") from None
     return fold.snapshot()
 
@@ -205,6 +253,9 @@ def replay_path(path: Path, at: int | None = None,
     """`replay` straight from a JSONL log: the same fold over the parsed lines, without
     building Event objects (the hot path of `agentos replay` on long logs). A torn final
     line is set aside and reported as read_log does (events.log_lines)."""
+    import orjson  # here, not at the top: `import agentos_kernel` imports this module
+
+    from .events import LogError, TornTail, report_torn
     fold = _Fold()
     with Path(path).open("rb") as f:  # log_lines' loop, inlined: this is the hot path
         n = 0
@@ -246,5 +297,7 @@ def replay_steps(events: Iterable[Event]) -> Iterable[tuple[Event, Snapshot]]:
         try:
             fold.step(ev)
         except _WRONG_TYPES as exc:
+            from .events import LogError
+
             raise LogError(f"event {i + 1} ({ev.id}): {_wrong_types(ev.type, exc)}") from None
         yield ev, fold.snapshot()

@@ -104,8 +104,57 @@ def check(condition: object, what: str) -> None:
     print(f"✓ {what}")
 
 
+def write_long_session(sessions: Path | str, session_id: str, n: int) -> Path:
+    """Write a chained log of `n` events (n >= 2) to `<sessions>/<session_id>/.events.jsonl`
+    and return its path: session.start, the reference trace's request events repeated (ids,
+    seq, parents and chain renumbered), session.close. What a long class session looks like
+    to the widgets and replay, without running the runtime thousands of times."""
+    from dataclasses import replace
+
+    from .events import LOG_NAME, canonical, chain_of, read_log
+    from .workspace import reference_dir
+
+    ref = list(read_log(reference_dir() / "sessions" / "example" / LOG_NAME))
+    first, middle, last = ref[0], ref[1:-1], ref[-1]
+    path = Path(sessions) / session_id / LOG_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prev: str | None = None
+    newest: dict[str, str] = {}  # reference id -> the id of its latest copy, for parent links
+    with path.open("wb") as f:
+        for i in range(1, n + 1):
+            src = first if i == 1 else last if i == n else middle[(i - 2) % len(middle)]
+            ev = replace(src, id=f"e{i:07d}", session_id=session_id, seq=i, chain=None,
+                         parent_id=newest.get(src.parent_id or ""))
+            newest[src.id] = ev.id
+            ev = replace(ev, chain=chain_of(prev, ev))
+            prev = ev.chain
+            f.write(canonical(ev.to_dict()) + b"\n")
+    return path
+
+
+def add_reviewers(workspace: Path | str, n: int) -> list[str]:
+    """Make the review phase of `workspace` fan out to `n` reviewer personas: copies of its
+    reviewers, named `<reviewer>-000`, `-001`, ... (an L8 cycle at class scale)."""
+    import re
+
+    root = Path(workspace) / "workflows"
+    src = sorted((root / "personas" / "reviewer").glob("*.md"))
+    names = []
+    for i in range(n):
+        s = src[i % len(src)]
+        name = f"{s.stem}-{i:03d}"
+        (s.parent / f"{name}.md").write_text(
+            s.read_text(encoding="utf-8").replace(f"name: {s.stem}", f"name: {name}", 1), encoding="utf-8")
+        names.append(name)
+    phase = root / "phases" / "review.md"
+    text = re.sub(r"agents_invoked: \[.*?\]", f"agents_invoked: [{', '.join(names)}]",
+                  phase.read_text(encoding="utf-8"), count=1)
+    phase.write_text(text, encoding="utf-8")
+    return names
+
+
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-__all__ = ["ScratchWorkspace", "check", "scratch_workspace"]
+__all__ = ["ScratchWorkspace", "add_reviewers", "check", "scratch_workspace", "write_long_session"]

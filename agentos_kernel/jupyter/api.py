@@ -23,6 +23,7 @@ from ..profile import load_config
 from ..providers.faults import load_fault_plan
 from ..replay import replay
 from ..rerun import rerun
+from ..runtime_cache import cached_runtime
 from ..schemas import SchemaRegistry
 from ..skills import discover
 from ..workspace import find_workspace
@@ -46,7 +47,8 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
     if mode is not None and cycle is None:
         raise WorkbenchError("--mode applies to a cycle: add --cycle ID (e.g. --cycle code-review)")
     plan = load_fault_plan(faults) if faults else None
-    rt = Runtime.from_workspace(workspace, profile=profile, faults=plan)
+    # One Runtime per workspace, loaded again only when a contract file changed.
+    rt = cached_runtime(workspace, profile=profile, faults=plan)
     live_trace = LiveTrace() if live else None
     with rt.watching(live_trace) if live_trace else contextlib.nullcontext():
         try:

@@ -3,8 +3,9 @@ library (api.py, frames.py), return a value IPython displays.
 
 Every mistake a user can make (a bad option, an unknown preset, profile or session id, a
 workspace that does not load) is a UsageError: IPython shows it as one line, without a
-traceback, and each message ends with the fix. Only pure-Python modules are imported here;
-pandas loads on the first %events.
+traceback, and each message ends with the fix. `%load_ext` imports only this module and
+the fault presets: the library (api.py: the runtime, YAML, JSON Schema) loads on the first
+magic that needs it, pandas on the first %events.
 """
 
 from __future__ import annotations
@@ -18,12 +19,7 @@ from typing import Any, NoReturn
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from ..errors import ContractError
-from ..events import LogError
-from ..providers.faults import PRESETS, FaultPlanError
-from ..trace import check_type
-from . import api
-from .source import UnknownSession
+from ..providers.faults import PRESETS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,6 +53,12 @@ def _errors_as_usage(name: str) -> Callable[[Callable[..., Any]], Callable[..., 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         @wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Any:
+            from ..errors import ContractError
+            from ..events import LogError
+            from ..providers.faults import FaultPlanError
+            from . import api
+            from .source import UnknownSession
+
             try:
                 return fn(*args, **kwargs)
             except (ContractError, FaultPlanError, UnknownSession, LogError, api.WorkbenchError) as exc:
@@ -145,6 +147,8 @@ class AgentMagics(Magics):
         if args is None:
             return None
         prompt = " ".join(args.prompt).strip()
+        from . import api  # the runtime loads here, on the first request
+
         if args.fork:
             if prompt or args.cycle or args.step or args.layer:
                 AGENT.error("--fork runs the parent's own request: drop the prompt, --cycle, "
@@ -180,6 +184,8 @@ class AgentMagics(Magics):
             return None
         if args.at is not None and args.at < 0:
             REPLAY.error(f"--at {args.at} is negative; N counts events from 0")
+        from . import api
+
         if args.verify:
             if args.at is not None:
                 REPLAY.error("--verify re-runs the whole session; drop --at")
@@ -193,6 +199,7 @@ class AgentMagics(Magics):
         args = EVENTS.parse_line(line)
         if args is None:
             return None
+        from ..trace import check_type
         from .frames import events_frame  # pandas loads here, on first use
 
         frame = events_frame(_need_session(EVENTS, args, self.last_session), args.workspace)
@@ -226,6 +233,8 @@ class AgentMagics(Magics):
         args = SKILL.parse_line(line)
         if args is None:
             return None
+        from . import api
+
         return api.register_skill(cell, workspace=args.workspace, dry_run=args.dry_run)
 
 

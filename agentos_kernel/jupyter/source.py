@@ -3,11 +3,13 @@ into the session's events, read from its log. Reading never writes or re-runs an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..events import Event, JsonlEventStore, check_session_id
+from ..logview import LogEvents
 from ..workspace import Workspace, find_workspace
 
 
@@ -24,8 +26,8 @@ class SessionData:
 
     session_id: str
     """The session id (directory name under sessions/)."""
-    events: tuple[Event, ...]
-    """Every event of its log, in order."""
+    events: Sequence[Event]
+    """Every event of its log, in order (a tuple; LogEvents from `open_session`)."""
     workspace: Workspace
     """Where the log was read from."""
 
@@ -38,6 +40,16 @@ def known_sessions(ws: Workspace) -> list[str]:
 def load_session(session: Any, workspace: Path | str | None = None) -> SessionData:
     """Events of `session`: a session id (looked up in `workspace`, else the workspace of the
     current directory), or anything with `session_id`, `events` and `workspace` (an AgentRun)."""
+    return _resolve(session, workspace, lazy=False)
+
+
+def open_session(session: Any, workspace: Path | str | None = None) -> SessionData:
+    """`load_session`, but a log's events are LogEvents: its bytes are held and each event
+    is parsed when asked for (what the widgets use on sessions of any length)."""
+    return _resolve(session, workspace, lazy=True)
+
+
+def _resolve(session: Any, workspace: Path | str | None, lazy: bool) -> SessionData:
     if isinstance(session, SessionData):
         return session
     if all(hasattr(session, a) for a in ("session_id", "events", "workspace")):
@@ -53,4 +65,5 @@ def load_session(session: Any, workspace: Path | str | None = None) -> SessionDa
         ids = known_sessions(ws)
         shown = ", ".join(ids[-8:]) if ids else "none yet; run %agent first"
         raise UnknownSession(f"no session {session!r} in this workspace (sessions: {shown})")
-    return SessionData(session, tuple(store.read(session)), ws)
+    events = LogEvents(store.path(session)) if lazy else tuple(store.read(session))
+    return SessionData(session, events, ws)

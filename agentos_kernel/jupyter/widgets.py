@@ -1,15 +1,16 @@
 """Widgets that step through one request: LayerStepper (event by event, layer by layer) and
 ReplayScrubber (the snapshot at any point, and what the last event changed).
 
-Both read the session's log once and fold it with `replay_steps`: nothing is re-executed
-and nothing is written. Both are ipywidgets containers that are fully drivable from Python
+Both read the session's log once into a ReplayIndex (a fold with a mark every 256 events):
+a step folds at most that many events, whatever the session's length, and nothing is
+re-executed or written. Both are ipywidgets containers that are fully drivable from Python
 (`w.next_button.click()`, `w.slider.value = 5`), which is how the tests exercise them; what
 they display is plain HTML in named child widgets, so a test can read it.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,36 +18,27 @@ import ipywidgets as W
 
 from ..events import Event
 from ..recorder import layer_of
-from ..replay import Snapshot, replay_steps
+from ..replay import Snapshot
+from ..replay_index import ReplayIndex
 from ..trace import summary
 from .layers import (
     FAILURE_TYPES,
+    GATED_BY,
     LAYER_NAMES,
     clip,
     decision_line,
     diagram_html,
     esc,
-    hook_decisions_for,
     pretty,
     schema_files,
     schema_of,
 )
-from .source import load_session
+from .snapview import diff_snapshots, snapshot_rows
+from .source import open_session
+
+__all__ = ["LayerStepper", "ReplayScrubber", "diff_snapshots"]
 
 _RED = "color:#cf222e"
-
-
-def _snapshot_rows(snap: Snapshot, changed: set[str] = frozenset(), compact: bool = False) -> str:
-    """The snapshot as a table; `compact` keeps only fields that hold something yet."""
-    rows = []
-    for key, value in snap.to_dict().items():
-        if key == "schema_version" or (compact and value in (None, [], {}, 0, False) and key != "state"):
-            continue
-        mark = "background:#fff3b0;" if key in changed else ""
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-        rows.append(f'<tr style="{mark}"><td style="text-align:left"><b>{esc(key)}</b></td>'
-                    f'<td style="text-align:left"><code>{esc(clip(text, 300))}</code></td></tr>')
-    return f'<table class="agentos-snapshot">{"".join(rows)}</table>'
 
 
 class LayerStepper(W.VBox):
@@ -55,12 +47,12 @@ class LayerStepper(W.VBox):
     decision that gated it, its payload, and the snapshot so far."""
 
     def __init__(self, session: Any, *, workspace: Path | str | None = None, start: int = 1) -> None:
-        data = load_session(session, workspace)
+        data = open_session(session, workspace)
         if not data.events:
             raise ValueError(f"session {data.session_id!r} has no events to step through")
         self.session_id: str = data.session_id
-        self.events: tuple[Event, ...] = data.events
-        self.snapshots: tuple[Snapshot, ...] = tuple(s for _, s in replay_steps(data.events))
+        self.events: Sequence[Event] = data.events
+        self.replay_index = ReplayIndex(data.events)
         self._files = schema_files(data.workspace.contract_dir("schemas"))
         n = len(self.events)
         self.prev_button = W.Button(description="◀ Prev", tooltip="previous event")
@@ -98,7 +90,7 @@ class LayerStepper(W.VBox):
     @property
     def snapshot(self) -> Snapshot:
         """The snapshot right after the event shown."""
-        return self.snapshots[self.index - 1]
+        return self.replay_index.snapshot(self.index)
 
     def go(self, seq: int) -> None:
         """Show event `seq` (clamped to 1..n)."""
@@ -116,22 +108,19 @@ class LayerStepper(W.VBox):
         layer = layer_of(ev)
         self.prev_button.disabled, self.next_button.disabled = i <= 1, i >= n
         self.position.value = f"<b>{esc(self.session_id)}</b> · event {i} of {n}"
-        visited = {layer_of(e) for e in self.events[:i]}
-        counts: dict[str, int] = {}
-        for e in self.events[:i]:
-            counts[layer_of(e)] = counts.get(layer_of(e), 0) + 1
-        self.diagram.value = diagram_html(layer, visited, counts)
+        counts = self.replay_index.layer_counts(i)
+        self.diagram.value = diagram_html(layer, set(counts), counts)
         failed = ev.type in FAILURE_TYPES
         self.event_view.value = (
             f'<div class="agentos-event" data-layer="{layer}" style="{_RED if failed else ""}">'
             f"<b>#{ev.seq or i} {esc(ev.type)}</b> · {layer} {esc(LAYER_NAMES.get(layer, ''))} · "
             f"actor <code>{esc(ev.actor)}</code><br>{esc(summary(ev))}</div>")
         self.schema_view.value = self._schema_html(ev)
-        self.hook_view.value = self._hook_html(i - 1)
+        self.hook_view.value = self._hook_html(i - 1, ev)
         self.payload_view.value = ("<b>payload</b><pre style='max-height:14em;overflow:auto'>"
                                    f"{esc(pretty(ev.payload))}</pre>")
         self.snapshot_view.value = ("<b>snapshot so far</b> (replayed from the log; empty fields hidden)"
-                                    + _snapshot_rows(self.snapshot, compact=True))
+                                    + snapshot_rows(self.snapshot, compact=True))
 
     def _schema_html(self, ev: Event) -> str:
         sid = schema_of(ev)
@@ -146,8 +135,11 @@ class LayerStepper(W.VBox):
                      f"{esc(v.get('message'))}</span>")
         return f'<div class="agentos-schema"><b>schema</b> {text}</div>'
 
-    def _hook_html(self, index: int) -> str:
-        decisions = hook_decisions_for(self.events, index)
+    def _hook_html(self, index: int, ev: Event) -> str:
+        # jupyter.layers.hook_decisions_for, found by bisection in the index instead of a scan
+        hook = GATED_BY.get(ev.type)
+        decisions = [ev] if ev.type == "hook.fired" else [
+            self.events[p] for p in (self.replay_index.hook_run(index, hook) if hook else [])]
         if not decisions:
             return '<div class="agentos-hook"><b>hook decision</b> none: no hook gates this event</div>'
         lines = []
@@ -161,40 +153,16 @@ class LayerStepper(W.VBox):
                 f"{self.event.type}, layer {self.active_layer})")
 
 
-def diff_snapshots(before: Snapshot, after: Snapshot) -> list[tuple[str, str, str]]:
-    """(field, before, after) for each field that differs; dict fields one level deep
-    (cost.input_tokens), list fields as the items appended."""
-    a, b = before.to_dict(), after.to_dict()
-    out: list[tuple[str, str, str]] = []
-
-    def show(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=False, sort_keys=True)
-
-    for key in b:
-        old, new = a.get(key), b[key]
-        if old == new:
-            continue
-        if isinstance(old, dict) and isinstance(new, dict) and key != "workflow":
-            for sub in new:
-                if old.get(sub) != new[sub]:
-                    out.append((f"{key}.{sub}", show(old.get(sub)), show(new[sub])))
-        elif isinstance(old, list) and isinstance(new, list) and new[: len(old)] == old:
-            out.append((key, f"{len(old)} item(s)", f"+ {show(new[len(old):])}"))
-        else:
-            out.append((key, show(old), show(new)))
-    return out
-
-
 class ReplayScrubber(W.VBox):
     """A slider over the event index: the snapshot after event k (k = 0: before any event),
     recomputed from the log alone, and the diff from the step before."""
 
     def __init__(self, session: Any, *, workspace: Path | str | None = None,
                  start: int | None = None) -> None:
-        data = load_session(session, workspace)
+        data = open_session(session, workspace)
         self.session_id: str = data.session_id
-        self.events: tuple[Event, ...] = data.events
-        self.snapshots: tuple[Snapshot, ...] = (Snapshot(), *(s for _, s in replay_steps(data.events)))
+        self.events: Sequence[Event] = data.events
+        self.replay_index = ReplayIndex(data.events)
         n = len(self.events)
         self.slider = W.IntSlider(value=n if start is None else min(max(start, 0), n), min=0, max=n,
                                   description="after event", continuous_update=True,
@@ -212,12 +180,14 @@ class ReplayScrubber(W.VBox):
 
     @property
     def snapshot(self) -> Snapshot:
-        return self.snapshots[self.at]
+        return self.replay_index.snapshot(self.at)
 
     @property
     def diff(self) -> list[tuple[str, str, str]]:
         """What the event at `at` changed (empty at 0)."""
-        return diff_snapshots(self.snapshots[self.at - 1], self.snapshot) if self.at else []
+        if not self.at:
+            return []
+        return diff_snapshots(self.replay_index.snapshot(self.at - 1), self.snapshot)
 
     def go(self, k: int) -> None:
         self.slider.value = min(max(int(k), 0), len(self.events))
@@ -240,7 +210,7 @@ class ReplayScrubber(W.VBox):
             + (f"<table>{rows}</table>" if rows else " nothing (the snapshot is the same as before)")
             + "</div>")
         self.snapshot_view.value = ("<b>snapshot</b> (pure replay: nothing re-executed)"
-                                    + _snapshot_rows(self.snapshot, {f.split(".")[0] for f, _, _ in changes}))
+                                    + snapshot_rows(self.snapshot, {f.split(".")[0] for f, _, _ in changes}))
 
     def __repr__(self) -> str:
         return f"ReplayScrubber({self.session_id}: after event {self.at} of {len(self.events)})"

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..frontmatter import load_yaml, yaml_problem
+from ..yamlload import yaml_error
 
 FAULT_KINDS = (
     "malformed_json", "schema_violation", "tool_call", "provider_error", "timeout",
@@ -152,7 +151,7 @@ def load_fault_plan(spec: str) -> FaultPlan:
         except (OSError, ValueError) as exc:  # unreadable, a NUL in the name, out of bounds
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise FaultPlanError(f"{spec}: -: cannot read the fault plan ({why})") from None
-        except yaml.YAMLError as exc:
+        except yaml_error() as exc:
             line, why = yaml_problem(exc, text)
             where = "-" if line is None else f"line {line + 1}"
             raise FaultPlanError(f"{spec}: {where}: not valid YAML/JSON ({why})") from None

@@ -5,33 +5,54 @@ concrete adapter."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import Problem
 from ..profile import RuntimeProfile
 from ..workspace import reference_dir
-from ._http import HttpAdapter
-from .anthropic import AnthropicProvider
 from .base import Provider
-from .cassette_file import CassetteError, CassetteFile
 from .faults import FaultPlan
-from .gemini import GeminiProvider
-from .openai_compat import LocalProvider, OpenAICompatProvider, OpenAIProvider
-from .scripted import ScriptedProvider
+
+if TYPE_CHECKING:
+    from ._http import HttpAdapter
 
 ProviderFactory = Callable[[RuntimeProfile, FaultPlan | None], Provider]
-ADAPTERS: dict[str, type[HttpAdapter]] = {
-    "anthropic": AnthropicProvider, "openai": OpenAIProvider, "local": LocalProvider,
-    "gemini": GeminiProvider, "openai_compat": OpenAICompatProvider,
+ADAPTERS: dict[str, tuple[str, str]] = {
+    "anthropic": ("anthropic", "AnthropicProvider"), "openai": ("openai_compat", "OpenAIProvider"),
+    "local": ("openai_compat", "LocalProvider"), "gemini": ("gemini", "GeminiProvider"),
+    "openai_compat": ("openai_compat", "OpenAICompatProvider"),
 }
-"""The HTTP adapters by registry key (each reads its key from the env var its profile names)."""
+"""The HTTP adapters by registry key: (module in providers/, class). Each is imported when a
+profile first uses it: they load http.client and ssl, which an offline class (and `import
+agentos_kernel`) never needs."""
+
+
+def adapter_class(provider: str) -> type[HttpAdapter]:
+    """The HTTP adapter class a profile's `provider` names (KeyError if none)."""
+    module, name = ADAPTERS[provider]
+    return getattr(importlib.import_module(f".{module}", __package__), name)  # type: ignore[no-any-return]
+
+
+def _scripted(p: RuntimeProfile, f: FaultPlan | None) -> Provider:
+    from .scripted import ScriptedProvider
+    return ScriptedProvider(p.model, p.prices, f, p.max_retries)
+
+
+def _cassette(p: RuntimeProfile, f: FaultPlan | None) -> Provider:
+    from .cassette_file import CassetteFile
+    return CassetteFile(p.cassette or "")
+
+
+def _http(provider: str) -> ProviderFactory:
+    return lambda p, f: adapter_class(provider).from_profile(p)
+
+
 PROVIDERS: dict[str, ProviderFactory] = {
-    "scripted": lambda p, f: ScriptedProvider(p.model, p.prices, f, p.max_retries),
-    **{name: (lambda p, f, cls=cls: cls.from_profile(p)) for name, cls in ADAPTERS.items()},
-    "cassette": lambda p, f: CassetteFile(p.cassette or ""),
-}
+    "scripted": _scripted, "cassette": _cassette, **{name: _http(name) for name in ADAPTERS}}
 
 
 def cassette_problem(file: str, prof: RuntimeProfile, root: Path) -> tuple[RuntimeProfile, Problem | None]:
@@ -49,6 +70,8 @@ def cassette_problem(file: str, prof: RuntimeProfile, root: Path) -> tuple[Runti
     if not path.exists() and not Path(prof.cassette).is_absolute() and shipped.is_file():
         path = shipped  # a cassette shipped with the reference workspace (cassettes/*.json)
     prof = replace(prof, cassette=str(path))
+    from .cassette_file import CassetteError, CassetteFile
+
     try:
         CassetteFile(path)
     except CassetteError as exc:
@@ -60,8 +83,9 @@ def key_env_of(prof: RuntimeProfile) -> str | None:
     """The environment variable a run on `prof` reads its API key from: the profile's
     `api_key_env`, else the adapter's default (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...);
     None when the provider needs no key (scripted, local, a compatible server)."""
-    adapter = ADAPTERS.get(prof.provider)
-    return adapter.key_env_of(prof) if adapter else prof.api_key_env
+    if prof.provider not in ADAPTERS:
+        return prof.api_key_env
+    return adapter_class(prof.provider).key_env_of(prof)
 
 
 def unknown_provider(file: str, prof: RuntimeProfile) -> Problem | None:

@@ -136,12 +136,13 @@ class _Cycle(FanOut):
         if failed is not None:
             reason, code, logged = failed
             return self.abort(reason, code, logged=logged)
-        for policy in self.policies_for(phase):
-            if policy.kind == "loop-halt":
-                d = decide(policy, self.context())
-                self.gated(d, f"loop step {self.generation}", None)
-                if d.decision == "deny" and self.halt_reason is None:
-                    self.halt_reason = f"loop-halt policy {policy.id!r}: {d.reason}"
+        halts = [p for p in self.policies_for(phase) if p.kind == "loop-halt"]
+        base = self.prepared() if halts else None
+        for policy in halts:
+            d = decide(policy, base)
+            self.gated(d, f"loop step {self.generation}", None)
+            if d.decision == "deny" and self.halt_reason is None:
+                self.halt_reason = f"loop-halt policy {policy.id!r}: {d.reason}"
         self.completed.append(phase.id)
         advance = evaluate_bool(phase.advance, self.context())
         if isinstance(advance, Err):

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode
 from ..roles import call_role
+from .activation import Activation, prepare
 from .model import Cycle, Persona, Phase, WorkflowRegistry
 from .policy import GATE_ORDER, ROUTE_ORDER, Decision, Policy, Reported, aggregate, conservative, decide
 from .policy import fingerprint as fingerprint_of
@@ -73,6 +74,11 @@ class FanOut:
                 "review_aggregate": self.aggregate, "artifacts": self.artifacts,
                 "outputs": self.outputs, "grades": list(self.grades), **subject}
 
+    def prepared(self) -> Activation:
+        """The context checked and converted to CEL once, for every decision of a batch in
+        which it does not change (each adds only its subject: Activation.with_subject)."""
+        return prepare(self.context())
+
     def policies_for(self, phase: Phase) -> list[Policy]:
         """The cycle's policies that apply in `phase`, in the cycle's order."""
         return [self.registry.policies[p] for p in self.cycle.policies
@@ -95,12 +101,12 @@ class FanOut:
             payload["fingerprint"] = fp
         self.log.append("workflow.policy_gated", "workflow", payload)
 
-    def _decide_all(self, policies: list[Policy], kinds: tuple[str, ...], subject: str,
-                    fp: str | None = None, **ctx: Any) -> list[str]:
+    def _decide_all(self, base: Activation, policies: list[Policy], kinds: tuple[str, ...],
+                    subject: str, fp: str | None = None, **ctx: Any) -> list[str]:
         out = []
         for policy in policies:
             if policy.kind in kinds:
-                d = decide(policy, self.context(**ctx))
+                d = decide(policy, base.with_subject(**ctx))
                 self.gated(d, subject, fp)
                 out.append(d.decision)
         return out
@@ -117,15 +123,16 @@ class FanOut:
                         checked.error.code, True)
         policies = self.policies_for(phase)
         outputs: list[tuple[Persona, dict[str, Any]]] = []
+        base = self.prepared()  # the context does not change until every persona has run
         for pid in phase.personas:
             persona = self.registry.personas[pid]
             who = {"id": persona.id, "role": persona.role, "output_schema": persona.output_schema}
-            invoke = self._decide_all(policies, ("role-permissions",), f"invoke {persona.id}",
+            invoke = self._decide_all(base, policies, ("role-permissions",), f"invoke {persona.id}",
                                       persona=who, action="invoke", path="")
             if conservative(invoke, GATE_ORDER, "allow") == "deny":
                 return (f"role-permissions denied invoking persona {persona.id!r} in phase {phase.id!r}",
                         ErrorCode.GATE_DENIED, False)
-            out = self._call(phase, persona, who, policies)
+            out = self._call(phase, persona, who, policies, base)
             if isinstance(out, Err):
                 return (f"persona {persona.id!r} failed in phase {phase.id!r}: {out.error}", out.error.code,
                         True)
@@ -142,7 +149,8 @@ class FanOut:
             self.last_output = outputs[-1][1]
         return None
 
-    def _call(self, phase: Phase, persona: Persona, who: dict[str, Any], policies: list[Policy]) -> Any:
+    def _call(self, phase: Phase, persona: Persona, who: dict[str, Any], policies: list[Policy],
+              base: Activation) -> Any:
         payload: dict[str, Any] = {
             "workflow": {"cycle": self.cycle.id, "phase": phase.id, "generation": self.generation,
                          "mode": self.mode},
@@ -156,7 +164,7 @@ class FanOut:
         path = template.path(cycle=self.cycle.id, session=self.session.session_id, slug=slug(self.prompt),
                              phase=phase.id, generation=self.generation)
         artifact = {"id": template.id, "path": path, "schema": template.schema}
-        write = self._decide_all(policies, ("role-permissions", "mode-dispatch"), f"write {path}",
+        write = self._decide_all(base, policies, ("role-permissions", "mode-dispatch"), f"write {path}",
                                  persona=who, action="write", path=path, artifact=artifact)
         if conservative(write, GATE_ORDER, "deny") != "allow":
             return call_role(self.session, persona.agent(), payload)
@@ -195,11 +203,12 @@ class FanOut:
         found = [(p.id, f, fingerprint_of(f)) for p, out in outputs for f in out["findings"]]
         gates: list[list[str]] = [[] for _ in found]
         routes: list[list[str]] = [[] for _ in found]
+        base = self.prepared()
         for policy in policies:
             if policy.kind not in FINDING_KINDS:
                 continue
             for i, (pid, f, fp) in enumerate(found):
-                d = decide(policy, self.context(finding={**f, "fingerprint": fp}))
+                d = decide(policy, base.with_subject(finding={**f, "fingerprint": fp}))
                 self.gated(d, f"finding {pid}/{f['id']}", fp)
                 (gates if policy.kind == "confidence-gating" else routes)[i].append(d.decision)
         reported = [Reported(pid, f, fp, conservative(gates[i], GATE_ORDER, "allow"),

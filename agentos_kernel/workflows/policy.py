@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Err
-from .signals import Signal, evaluate_bool
+from .activation import Activation, evaluate_bool, prepare
+from .signals import Signal
 
 GATE_ORDER = ("allow", "advisory", "deny")
 ROUTE_ORDER = ("safe_auto", "gated_auto", "manual", "advisory", "deny")
@@ -90,8 +91,10 @@ class Decision:
     """Index of the rule that decided; None for the default (or the default of default)."""
 
 
-def decide(policy: Policy, context: Mapping[str, Any]) -> Decision:
-    """Evaluate the rules in order. An evaluation error is a deny (fail-closed)."""
+def decide(policy: Policy, context: Mapping[str, Any] | Activation) -> Decision:
+    """Evaluate the rules in order over one conversion of `context` (a prepared one is used
+    as is). An evaluation error is a deny (fail-closed)."""
+    context = context if isinstance(context, Activation) else prepare(context)
     for i, rule in enumerate(policy.rules):
         held = evaluate_bool(rule.when, context)
         if isinstance(held, Err):

@@ -19,21 +19,32 @@ denies (fail-closed).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import celpy
 import lark
-from celpy import celtypes
 
-from ..errors import DomainError, Err, ErrorCode, Ok, Problem, Result
+from ..errors import Problem
+from .activation import (
+    MAX_CONTEXT_DEPTH,
+    MAX_CONTEXT_NODES,
+    MAX_LIST_ITEMS,
+    MAX_STRING_CHARS,
+    Activation,
+    check_context,
+    evaluate,
+    evaluate_bool,
+    prepare,
+)
+from .activation import first_line as _first_line
 
 # Size bounds: expression length, parse-tree depth (celpy recurses per level), macros per
 # expression; values, nesting, items per list or map and characters per string of a context.
+# (The context's bounds live in activation.py, where contexts are checked.)
 MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_MACROS = 1000, 200, 8
-MAX_CONTEXT_NODES, MAX_CONTEXT_DEPTH, MAX_LIST_ITEMS, MAX_STRING_CHARS = 20_000, 16, 512, 16_384
 
 MACROS = frozenset({"exists", "all", "exists_one", "map", "filter"})
 FUNCTIONS = frozenset({"size", "int", "uint", "double", "string", "bool", "has"})
@@ -193,102 +204,6 @@ def _at(line: int | None, column: int | None) -> str:
     return f"at line {line}, column {column}" if line is not None else "at an unknown position"
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc.args[0] if exc.args else exc).strip()
-    return (text.splitlines() or ["?"])[0][:200]
-
-
-# -- evaluation ---------------------------------------------------------------------------
-def check_context(context: Any) -> str | None:
-    """Why `context` may not be evaluated (not plain JSON, or too big); None when it may."""
-    if not isinstance(context, Mapping):
-        return "the context must be a mapping of names to JSON values"
-    nodes = 0
-    stack: list[tuple[Any, int]] = [(context, 0)]
-    while stack:
-        value, depth = stack.pop()
-        nodes += 1
-        if nodes > MAX_CONTEXT_NODES:
-            return f"the context holds more than {MAX_CONTEXT_NODES} values"
-        if depth > MAX_CONTEXT_DEPTH:
-            return f"the context is nested deeper than {MAX_CONTEXT_DEPTH} levels"
-        if isinstance(value, Mapping):
-            if len(value) > MAX_LIST_ITEMS:
-                return f"a map in the context has {len(value)} keys; at most {MAX_LIST_ITEMS}"
-            for k, v in value.items():
-                if not isinstance(k, str) or len(k) > MAX_STRING_CHARS:
-                    return "context keys must be strings of bounded length"
-                stack.append((v, depth + 1))
-        elif isinstance(value, list | tuple):
-            if len(value) > MAX_LIST_ITEMS:
-                return f"a list in the context has {len(value)} items; at most {MAX_LIST_ITEMS}"
-            stack.extend((v, depth + 1) for v in value)
-        elif isinstance(value, str):
-            if len(value) > MAX_STRING_CHARS:
-                return f"a string in the context has {len(value)} characters; at most {MAX_STRING_CHARS}"
-        elif isinstance(value, bool) or value is None:
-            continue
-        elif isinstance(value, int):
-            if not -(2**63) <= value < 2**63:
-                return "an integer in the context does not fit in 64 bits"
-        elif not isinstance(value, float):
-            return f"the context holds a {type(value).__name__}, which is not JSON"
-    return None
-
-
-def evaluate(signal: Signal, context: Mapping[str, Any]) -> Result[Any]:
-    """The expression's value over `context` (JSON), or an Err the caller must deny on."""
-    problem = check_context(context)
-    if problem:
-        return _deny(signal, problem)
-    try:
-        activation = {k: celpy.json_to_cel(_plain(v)) for k, v in context.items()}
-        value = signal.program.evaluate(activation)
-    except celpy.CELEvalError as exc:
-        return _deny(signal, _first_line(exc))
-    except Exception as exc:  # any failure inside the evaluator is a deny, never a crash
-        return _deny(signal, f"{type(exc).__name__}: {_first_line(exc)}")
-    if isinstance(value, celpy.CELEvalError):
-        return _deny(signal, _first_line(value))
-    return Ok(_to_json(value))
-
-
-def evaluate_bool(signal: Signal, context: Mapping[str, Any]) -> Result[bool]:
-    """Like `evaluate`, and the value must be a boolean."""
-    got = evaluate(signal, context)
-    if isinstance(got, Err) or isinstance(got.value, bool):
-        return got
-    return _deny(signal, f"evaluated to {type(got.value).__name__} {got.value!r}, not a boolean")
-
-
-def _deny(signal: Signal, why: str) -> Err:
-    return Err(DomainError("gate", ErrorCode.GATE_DENIED,
-                           f"{signal.where}: {signal.source!r} cannot be evaluated ({why}); "
-                           "denied (fail-closed)"))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _to_json(value: Any) -> Any:
-    """A celpy value as plain Python (bool before int: BoolType is an int)."""
-    if isinstance(value, celtypes.BoolType | bool):
-        return bool(value)
-    if isinstance(value, celtypes.IntType | celtypes.UintType | int):
-        return int(value)
-    if isinstance(value, celtypes.DoubleType | float):
-        return float(value)
-    if isinstance(value, celtypes.StringType | str):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): _to_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_to_json(v) for v in value]
-    if value is None:
-        return None
-    return str(value)
+__all__ = ["MAX_CONTEXT_DEPTH", "MAX_CONTEXT_NODES", "MAX_LIST_ITEMS", "MAX_STRING_CHARS",
+           "Activation", "Signal", "check_context", "compile_signal", "evaluate", "evaluate_bool",
+           "prepare"]

@@ -14,6 +14,9 @@ import pytest
 
 HEAVY = ("pandas", "matplotlib", "ipywidgets")
 PROBE = f"import json, sys; print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+# What the library needs only once it runs a request (the kernel may have loaded some itself).
+LIBRARY = ("http.client", "ssl", "yaml", "jsonschema_rs", "agentos_kernel.kernel")
+PROBE_LIBRARY = f"import json, sys; print(json.dumps(sorted(m for m in {LIBRARY!r} if m in sys.modules)))"
 
 
 @pytest.fixture
@@ -46,12 +49,16 @@ def test_load_ext_imports_nothing_heavy_until_used(kernel: Any) -> None:
     status, _, _ = run(kernel, PROBE)
     assert status == "ok"
     assert json.loads(run(kernel, PROBE)[1]) == [], "the kernel itself already imported one"
+    before = json.loads(run(kernel, PROBE_LIBRARY)[1])
     assert run(kernel, "%load_ext agentos_kernel") == ("ok", "", "")
     assert json.loads(run(kernel, PROBE)[1]) == []
+    assert json.loads(run(kernel, PROBE_LIBRARY)[1]) == before, "%load_ext loaded the library"
     setup = ("from agentos_kernel.testing import scratch_workspace\nws = scratch_workspace()\n"
              'run = %agent "hello, greet Ada"\nprint(run.ok)')
     assert run(kernel, setup) == ("ok", "True\n", "")
     assert json.loads(run(kernel, PROBE)[1]) == [], "%agent alone needs none of them"
+    loaded = set(json.loads(run(kernel, PROBE_LIBRARY)[1])) - set(before)
+    assert loaded == {"yaml", "jsonschema_rs", "agentos_kernel.kernel"}, "no HTTP client offline"
     assert run(kernel, "frame = %events s0001")[0] == "ok"
     assert json.loads(run(kernel, PROBE)[1]) == ["pandas"]
     assert run(kernel, "from agentos_kernel.jupyter import LayerStepper")[0] == "ok"

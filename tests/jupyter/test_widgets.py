@@ -148,3 +148,31 @@ def test_long_snapshot_values_are_cut_with_an_ellipsis(run) -> None:
     cells = dict(rows)
     assert len(html.unescape(cells["hook_decisions"])) == 300 and cells["hook_decisions"].endswith("…")
     assert cells["output"] == "&quot;Hello, Ada!&quot;"  # short values are whole
+
+
+def test_widgets_on_a_5k_event_session_fold_a_bounded_number_of_events_per_step(ws: Path) -> None:
+    from agentos_kernel.replay_index import CHECKPOINT_EVERY
+    from agentos_kernel.testing import write_long_session
+
+    write_long_session(ws / "sessions", "long", 5000)
+    s = LayerStepper("long", workspace=ws)
+    # one snapshot (event 1: one event folded from the first mark), not one per event
+    assert (s.replay_index.built, s.replay_index.folded) == (1, 1)
+    s.go(2500)
+    start = s.replay_index.folded
+    for _ in range(300):  # Next across a mark: one event folded per click
+        s.next_button.click()
+    assert s.index == 2800 and s.replay_index.folded - start <= 300
+    for k in (4999, 17, 3333, 1, 5000, 2048):
+        before = s.replay_index.folded
+        s.go(k)
+        assert s.replay_index.folded - before < CHECKPOINT_EVERY
+        assert s.snapshot.events == k
+    sc = ReplayScrubber("long", workspace=ws)
+    # the end (the pass's own fold) and the one before (from the last mark), for the diff
+    assert sc.replay_index.built == 2 and sc.replay_index.folded < CHECKPOINT_EVERY
+    for k in (4000, 4001, 123, 122, 0, 5000):
+        before = sc.replay_index.folded
+        sc.go(k)  # the snapshot and the one before it, for the diff
+        assert sc.replay_index.folded - before < 2 * CHECKPOINT_EVERY
+    assert sc.snapshot == s.replay_index.snapshot(5000)

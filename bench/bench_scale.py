@@ -1,0 +1,231 @@
+"""Class-scale benchmarks for issue 12 (run by hand, never in the test suite).
+
+    python bench/bench_scale.py [--quick] [--only widgets,agent,import,sessions,l8]
+
+Prints Markdown rows for bench/RESULTS.md, each with the goal beside it. Every figure is a
+median of interleaved runs in one process (the machine's 2 cores are shared), except the
+import times, which need a fresh interpreter each (subprocesses, interleaved).
+
+- widgets: LayerStepper / ReplayScrubber on a session of N events (the reference trace's
+  request repeated, `agentos_kernel.testing.write_long_session`): build time, peak traced
+  memory, and the time of a step at random positions and of Next.
+- agent: `%agent "hello, greet Ada"` (jupyter.api.run_agent, what the magic calls) against
+  the canonical request on a warm Runtime, and against loading the workspace per call (the
+  path before the Runtime cache).
+- import: `import agentos_kernel`, and `%load_ext agentos_kernel` against `import IPython`.
+- l8: the code-review cycle with 3, 24 and 96 reviewer personas
+  (`agentos_kernel.testing.add_reviewers`), one run each after a warm-up cycle.
+- sessions: a new session (counter found afresh, as a new Runtime does) in workspaces of
+  0, 1k and 10k sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import random
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+from agentos_kernel.cli import main as cli_main
+from agentos_kernel.testing import write_long_session
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+
+def init_workspace(root: Path) -> Path:
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli_main(["init", str(root)]) == 0
+    return root
+
+
+def timed(fn: Callable[[], object]) -> float:
+    """Seconds one call of fn takes."""
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def peak_mb(fn: Callable[[], object]) -> float:
+    """Peak traced memory of one call (a separate pass: tracemalloc slows code down)."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def bench_widgets(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
+    from agentos_kernel.jupyter.widgets import LayerStepper, ReplayScrubber
+
+    ws = init_workspace(tmp / "ws-widgets")
+    rows = []
+    for n in sizes:
+        sid = f"long{n}"
+        write_long_session(ws / "sessions", sid, n)
+        for cls in (LayerStepper, ReplayScrubber):
+            build = statistics.median(timed(lambda c=cls, s=sid: c(s, workspace=ws))
+                                      for _ in range(repeat))
+            peak = peak_mb(lambda c=cls, s=sid: c(s, workspace=ws))
+            w = cls(sid, workspace=ws)
+            jumps = [timed(lambda k=k, w=w: w.go(k)) * 1000
+                     for k in random.Random(n).sample(range(1, n), 60)]
+            w.go(n // 2)
+            nexts = [timed(lambda w=w: w.go(w.slider.value + 1)) * 1000 for _ in range(100)]
+            rows.append(f"| {cls.__name__} | {n:,} | {build:.2f} s | {peak:.0f} MB | "
+                        f"{statistics.median(jumps):.1f} / {max(jumps):.1f} ms | "
+                        f"{statistics.median(nexts):.1f} ms | < 2 s, < 200 MB, step < 20 ms |")
+    return rows
+
+
+def bench_agent(tmp: Path, n: int) -> list[str]:
+    from agentos_kernel import Runtime, runtime_cache
+    from agentos_kernel.jupyter.api import run_agent
+
+    ws = init_workspace(tmp / "ws-agent")
+    rt = Runtime.from_workspace(ws)
+    arms: dict[str, Callable[[], object]] = {
+        "canonical request, warm Runtime": lambda: rt.handle_user_request("hello, greet Ada"),
+        "%agent (run_agent, cached Runtime)": lambda: run_agent("hello, greet Ada", workspace=ws),
+        "%agent loading the workspace per call (before)": lambda: (
+            runtime_cache.clear(), run_agent("hello, greet Ada", workspace=ws)),
+        "Runtime.from_workspace alone": lambda: Runtime.from_workspace(ws),
+    }
+    for fn in arms.values():
+        fn()  # warm: validators compile on first use
+    times: dict[str, list[float]] = {k: [] for k in arms}
+    for _ in range(n):
+        for name, fn in arms.items():  # interleaved, so load from others hits every arm alike
+            times[name].append(timed(fn) * 1000)
+    base = statistics.median(times["canonical request, warm Runtime"])
+    return [f"| {name} | {statistics.median(t):.2f} ms | {statistics.median(t) / base:.2f}x |"
+            for name, t in times.items()]
+
+
+def _subprocess_s(code: str, pythonpath: str | None = None) -> float:
+    import os
+    import subprocess
+
+    env = {**os.environ, **({"PYTHONPATH": pythonpath} if pythonpath else {})}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True, cwd=tempfile.gettempdir())
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+IMPORT_IPYTHON = "import time; t = time.perf_counter(); import IPython; print(time.perf_counter() - t)"
+LOAD_EXT = ("import time; t = time.perf_counter(); import IPython; a = time.perf_counter() - t\n"
+            "from IPython.core.interactiveshell import InteractiveShell\n"
+            "sh = InteractiveShell.instance(); t = time.perf_counter()\n"
+            "sh.run_line_magic('load_ext', 'agentos_kernel'); print(a + time.perf_counter() - t)")
+IMPORT_OURS = ("import time; t = time.perf_counter(); import agentos_kernel; "
+               "print(time.perf_counter() - t)")
+
+
+def bench_import(n: int) -> list[str]:
+    runs: dict[str, list[float]] = {"import IPython": [], "import IPython + %load_ext agentos_kernel": [],
+                                    "import agentos_kernel": []}
+    for _ in range(n):
+        for name, code in zip(runs, (IMPORT_IPYTHON, LOAD_EXT, IMPORT_OURS), strict=True):
+            runs[name].append(_subprocess_s(code) * 1000)
+    base = statistics.median(runs["import IPython"])
+    return [f"| {name} | {statistics.median(t):.1f} ms | {statistics.median(t) / base:.2f}x |"
+            for name, t in runs.items()]
+
+
+def bench_sessions(tmp: Path, n: int, sizes: tuple[int, ...]) -> list[str]:
+    from agentos_kernel import Runtime
+
+    rts = {}
+    for size in sizes:
+        ws = init_workspace(tmp / f"ws-sessions-{size}")
+        for i in range(1, size + 1):
+            log = ws / "sessions" / f"s{i:04d}" / ".events.jsonl"
+            log.parent.mkdir(parents=True)
+            log.touch()
+        rts[size] = Runtime.from_workspace(ws)
+
+    def start(rt: Runtime) -> None:
+        rt.forget_session_ids()  # what a new Runtime does: find the next id afresh
+        session = rt.start_session("hello, greet Ada")
+        with rt.guarded(session):
+            session.log.append("session.close", "system", {"ok": True, "output": "done"})
+
+    for rt in rts.values():
+        start(rt)  # warm
+    times: dict[int, list[float]] = {s: [] for s in sizes}
+    for _ in range(n):
+        for size, rt in rts.items():
+            times[size].append(timed(lambda rt=rt: start(rt)) * 1000)
+    base = statistics.median(times[sizes[0]])
+    return [f"| {size:,} sessions | {statistics.median(t):.2f} ms | {statistics.median(t) / base:.2f}x |"
+            for size, t in times.items()]
+
+
+PROMPT_L8 = "review the change in auth.py"
+
+
+def bench_l8(tmp: Path, sizes: tuple[int, ...], n: int) -> list[str]:
+    import shutil
+
+    from agentos_kernel import Runtime
+    from agentos_kernel.testing import add_reviewers
+
+    template = init_workspace(tmp / "ws-l8")
+    rts = {}
+    for size in sizes:
+        ws = tmp / f"ws-l8-{size}"
+        shutil.copytree(template, ws)
+        add_reviewers(ws, size)
+        rts[size] = Runtime.from_workspace(ws)
+        rts[size].run_cycle("code-review", PROMPT_L8)  # warm: the CEL grammar
+    times: dict[int, list[float]] = {s: [] for s in sizes}
+    for _ in range(n):
+        for size, rt in rts.items():
+            times[size].append(timed(lambda rt=rt: rt.run_cycle("code-review", PROMPT_L8)))
+    base = statistics.median(times[sizes[0]])
+    return [f"| {size} personas | {statistics.median(t):.2f} s | {statistics.median(t) / base:.1f}x | "
+            f"{'< 1 s' if size == 96 else 'linear'} |" for size, t in times.items()]
+
+
+SECTIONS: dict[str, Callable[[Path, argparse.Namespace], list[str]]] = {
+    "widgets": lambda tmp, a: bench_widgets(tmp, [10_000] if a.quick else [10_000, 100_000], 3),
+    "agent": lambda tmp, a: bench_agent(tmp, 20 if a.quick else 100),
+    "import": lambda tmp, a: bench_import(5 if a.quick else 15),
+    "l8": lambda tmp, a: bench_l8(tmp, (3, 24) if a.quick else (3, 24, 96), 1 if a.quick else 3),
+    "sessions": lambda tmp, a: bench_sessions(tmp, 20 if a.quick else 100,
+                                              (0, 1000) if a.quick else (0, 1000, 10_000)),
+}
+HEADERS = {
+    "widgets": "| widget | events | build (median) | peak traced | jump median / max | Next | goal |\n"
+               "|---|---|---|---|---|---|---|",
+    "agent": "| `hello, greet Ada` | median | vs the canonical request |\n|---|---|---|",
+    "import": "| cold start (fresh interpreter) | median | vs `import IPython` (goal: %load_ext <= 1.3x) |"
+              "\n|---|---|---|",
+    "l8": "| code-review cycle | median | vs 3 personas | goal |\n|---|---|---|---|",
+    "sessions": "| new session in a workspace of | median | vs empty (goal: 1.0x) |\n|---|---|---|",
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, fewer runs")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma-separated sections (default: all of {','.join(SECTIONS)})")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as d:
+        for name in args.only.split(","):
+            print(f"\n{HEADERS[name]}")
+            for row in SECTIONS[name](Path(d), args):
+                print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()

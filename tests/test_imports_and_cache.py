@@ -1,0 +1,142 @@
+"""`import agentos_kernel` loads no HTTP client, YAML parser or JSON Schema validator; the
+notebook path reuses one Runtime per workspace until a contract file changes; libyaml reads
+contracts exactly as the pure-Python loader does; a new session id is found without listing
+the sessions. Counted, never timed (speed lives in bench/bench_scale.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentos_kernel import Runtime
+from agentos_kernel.clock import first_free
+from agentos_kernel.events import JsonlEventStore
+from agentos_kernel.jupyter.api import run_agent
+from agentos_kernel.providers.faults import load_fault_plan
+from agentos_kernel.runtime_cache import cached_runtime, clear
+from agentos_kernel.workspace import reference_dir
+from agentos_kernel.yamlload import safe_load
+
+from .helpers import CANONICAL
+
+LIBRARY = ("http.client", "ssl", "yaml", "jsonschema_rs")
+
+
+def _loaded_after(code: str, cwd: Path) -> list[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {LIBRARY!r} if m in sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_agentos_kernel_loads_no_http_client_yaml_or_jsonschema(tmp_path: Path) -> None:
+    assert _loaded_after("import agentos_kernel", tmp_path) == []
+    assert _loaded_after("from agentos_kernel import Event, Snapshot, replay", tmp_path) == []
+
+
+def test_an_offline_request_never_loads_an_http_client(tmp_path: Path, workspace: Path) -> None:
+    code = (f"from agentos_kernel import Runtime\nrt = Runtime.from_workspace({str(workspace)!r})\n"
+            f"assert rt.handle_user_request({CANONICAL!r}).value.ok")
+    assert _loaded_after(code, tmp_path) == ["jsonschema_rs", "yaml"]
+
+
+@pytest.fixture
+def fresh_cache() -> None:
+    clear()
+    yield
+    clear()
+
+
+def test_the_notebook_path_reuses_one_runtime_until_a_skill_is_edited(
+        workspace: Path, fresh_cache: None) -> None:
+    rt = cached_runtime(workspace)
+    assert cached_runtime(workspace) is rt
+    assert cached_runtime(workspace, profile="scripted-alt") is not rt  # another profile
+    assert run_agent(CANONICAL, workspace=workspace).session_id == "s0001"
+    assert run_agent(CANONICAL, workspace=workspace).session_id == "s0002"
+    assert cached_runtime(workspace) is rt
+    skill = workspace / "skills" / "greet" / "SKILL.md"
+    text = skill.read_text()
+    assert "description:" in text
+    skill.write_text(text.replace("description:", "description: EDITED", 1))
+    edited = cached_runtime(workspace)
+    assert edited is not rt and "EDITED" in edited.skills["greet"].description
+    assert cached_runtime(workspace) is edited
+
+
+@pytest.mark.parametrize("change", ["agentos.yaml", "new schema", "removed agent", "new workflow"])
+def test_any_contract_change_loads_the_workspace_again(workspace: Path, fresh_cache: None,
+                                                       change: str) -> None:
+    rt = cached_runtime(workspace)
+    if change == "agentos.yaml":
+        config = workspace / "agentos.yaml"
+        config.write_text(config.read_text() + "\n# a comment\n")
+    elif change == "new schema":
+        (workspace / "schemas" / "extra_v1.json").write_text('{"type": "object"}')
+    elif change == "removed agent":
+        next((workspace / "agents").glob("*.md")).unlink()
+    else:
+        (workspace / "workflows" / "notes.txt").write_text("x")
+    try:
+        again = cached_runtime(workspace)
+    except Exception:  # a removed agent may break the workspace: then it was loaded again
+        return
+    assert again is not rt
+
+
+def test_a_cached_runtime_counts_ids_as_a_new_one_would(workspace: Path, fresh_cache: None) -> None:
+    assert [run_agent(CANONICAL, workspace=workspace).session_id for _ in range(2)] == ["s0001", "s0002"]
+    shutil.rmtree(workspace / "sessions")  # a new Runtime would start again at s0001
+    assert run_agent(CANONICAL, workspace=workspace).session_id == "s0001"
+    plan = load_fault_plan("hook_deny")
+    denied = cached_runtime(workspace, faults=plan)
+    assert denied is not cached_runtime(workspace) and cached_runtime(workspace, faults=plan) is denied
+
+
+def test_libyaml_reads_every_contract_as_the_pure_loader_does() -> None:
+    ref = reference_dir()
+    files = [ref / "agentos.yaml", *ref.glob("workflows/**/*.md"), *ref.glob("skills/**/*.md"),
+             *ref.glob("agents/*.md")]
+    assert len(files) > 10
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        if f.suffix == ".md" and not text.startswith("---"):
+            continue
+        head = text[3:text.find("\n---", 3)] if f.suffix == ".md" else text
+        assert safe_load(head) == yaml.safe_load(head), f
+    for broken in ("a: 1\nb: [unclosed\nc: 3\n", "a: 1\n  b: 2\n", "x: 'open\n"):
+        with pytest.raises(yaml.YAMLError) as pure:
+            yaml.safe_load(broken)
+        with pytest.raises(yaml.YAMLError) as ours:
+            safe_load(broken)
+        assert str(ours.value) == str(pure.value)  # the same message and line as before
+
+
+def test_the_next_id_is_found_without_listing_the_sessions(workspace: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(1, 301):  # 300 sessions, made directly (their content is not read)
+        log = workspace / "sessions" / f"s{n:04d}" / ".events.jsonl"
+        log.parent.mkdir(parents=True)
+        log.touch()
+    (workspace / "sessions" / "named").mkdir()
+    monkeypatch.setattr(JsonlEventStore, "sessions", lambda self: pytest.fail("listed the sessions"))
+    probes: list[str] = []
+    exists = JsonlEventStore.exists
+    monkeypatch.setattr(JsonlEventStore, "exists", lambda self, sid: probes.append(sid) or exists(self, sid))
+    rt = Runtime.from_workspace(workspace)
+    assert rt.new_session_id() == "s0301"
+    assert len(probes) <= 2 * 9 + 2  # O(log N): doubling to 512, bisecting back, one check
+
+
+def test_first_free_is_the_end_of_the_run() -> None:
+    for top in (0, 1, 2, 3, 7, 8, 9, 1000, 1023, 1024):
+        asked: list[int] = []
+        assert first_free(lambda n, top=top, asked=asked: asked.append(n) or n <= top) == top + 1
+        assert len(asked) <= 2 * (top.bit_length() + 1) + 1
+    assert first_free(lambda n: n in {1, 2, 3, 5, 6}) in (4, 7)  # a hole, never a taken id
