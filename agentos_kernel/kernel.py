@@ -183,9 +183,10 @@ class Runtime:
         key = os.environ.get(env, "") if env else ""
         return {"secrets": (key,) if key else (), "patterns": self.profile.redact_patterns}
 
-    def start_session(self, prompt: str, session_id: str | None = None) -> Session | Err:
-        """Open a session and log `session.start` (and any skipped skill files). An empty
-        prompt is refused before any session exists: there is nothing to run or record."""
+    def start_session(self, prompt: str, session_id: str | None = None, *,
+                      actor: str = "user") -> Session | Err:
+        """Open a session and log `session.start` by `actor` (and any skipped skill files). An
+        empty prompt is refused before any session exists: there is nothing to run or record."""
         if not isinstance(prompt, str) or not prompt.strip():
             return Err(DomainError("input", ErrorCode.PROMPT_EMPTY,
                                    f"the prompt is empty ({prompt!r}); give the request, "
@@ -199,7 +200,7 @@ class Runtime:
                 # Not for a prompt holding a secret: a card number is few enough guesses that
                 # its hash, beside the rest of the prompt in clear, would give it away.
                 start["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
-            session.log.append("session.start", "user", {
+            session.log.append("session.start", actor, {
                 **start, "profile": self.profile.name, "provider": self.profile.provider,
                 "model": self.profile.model, "deterministic": self.profile.deterministic})
             for p in self.skills.skipped:
