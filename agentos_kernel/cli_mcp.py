@@ -27,7 +27,8 @@ def cmd_mcp_serve(args: argparse.Namespace) -> int:
     # An MCP client stops its server by closing stdin, then SIGTERM: treated as Ctrl-C, so
     # the session is still closed (not ok, "interrupted") before the process ends.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    result = serve_stdio(rt, sid, ready=ready)
+    with rt:  # stops the workspace's own bridged MCP servers, if any
+        result = serve_stdio(rt, sid, ready=ready)
     if isinstance(result, Err):
         if result.error.code == ErrorCode.GATE_DENIED:
             print(f"agentos mcp serve: {result.error.message}; session "

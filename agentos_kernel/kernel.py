@@ -58,7 +58,7 @@ class Runtime:
     def __init__(self, workspace: Workspace, config: WorkspaceConfig, profile: RuntimeProfile,
                  schemas: SchemaRegistry, agents: dict[str, AgentDef], skills: SkillRegistry,
                  tools: ToolRegistry, hooks: HookBus, faults: FaultPlan | None = None,
-                 provider_factory: ProviderFactory | None = None) -> None:
+                 provider_factory: ProviderFactory | None = None, bridged: Any = None) -> None:
         self.workspace, self.config, self.profile = workspace, config, profile
         self.provider_factory = provider_factory  # None: PROVIDERS[profile.provider]; rerun: a cassette
         self.schemas, self.agents, self.skills, self.tools, self.hooks = (
@@ -68,6 +68,8 @@ class Runtime:
         self._next_n: int | None = None
         self.watchers: list[Callable[[Event], None]] = []
         """Called with each event of this runtime's sessions once it is logged (`watching`)."""
+        self.bridged = bridged
+        """The MCP servers this runtime started (mcp_bridges.BridgedTools), or None."""
 
     @classmethod
     def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,
@@ -106,10 +108,34 @@ class Runtime:
                 problems.append(Problem(config.file, where, str(exc).strip("'\"")))
         if problems:
             raise ContractError(problems)
+        bridged = None
         if config.mcp_servers:  # the MCP SDK is imported only by a workspace that names a server
-            from .mcp import bridge_servers
-            schemas, own = bridge_servers(config, schemas, ws.root, own)
-        return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(own), hooks, faults)
+            from .mcp_bridges import bridge_servers
+            bridged = bridge_servers(config, schemas, ws.root, own)
+            schemas, own = bridged.schemas, bridged.tools
+        return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(own), hooks, faults,
+                   bridged=bridged)
+
+    # -- resources --------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop what this runtime started: its bridged MCP servers (idempotent). Sessions are
+        not owned here: each request closes its own log."""
+        if self.bridged is not None:
+            self.bridged.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def refresh_tools(self) -> bool:
+        """Take up a bridged server's new tool list (after `tools/list_changed`); True when
+        the registry changed. Called as each session opens, so a request sees one list."""
+        if self.bridged is None or not self.bridged.refresh():
+            return False
+        self.schemas, self.tools = self.bridged.schemas, ToolRegistry(self.bridged.tools)
+        return True
 
     # -- running ----------------------------------------------------------------------
     def new_session_id(self) -> str:
@@ -153,6 +179,7 @@ class Runtime:
         sid = self._claim(session_id)
         if isinstance(sid, Err):
             return sid
+        self.refresh_tools()
         det = self.profile.deterministic
         log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
                          CounterIds() if det else RandomIds(), sid, watchers=self.watchers,
