@@ -1,21 +1,16 @@
-"""L1 bridge to real MCP servers (the official `mcp` SDK, stdio transport).
+"""L1 bridge to real MCP servers: one client per `mcp_servers` entry (the official `mcp` SDK).
 
-Each `mcp_servers` entry of agentos.yaml starts one server subprocess; its tools become
-`ToolDef`s named `<server>__<tool>`, so a skill lists them in `allowed-tools` and
-`dispatch_tool` runs its nine steps on them unchanged. The separator is `__`, not `.`,
-because the name is sent to the model as the tool name and the providers' tool-name rules
-(Anthropic, OpenAI: `^[a-zA-Z0-9_-]{1,64}$`) reject dots.
+An entry with `command` starts a server subprocess (stdio transport, its stderr kept in a
+file); one with `url` connects to a running server (streamable HTTP). mcp_bridges.py turns
+the server's tools into ToolDefs named `<server>__<tool>`.
 
-Each tool's `inputSchema` is registered as schema `mcp_<server>__<tool>_in` (step 3 rejects
-bad arguments before the server sees them); every result is checked against the generic
-`mcp_tool_result_v1`. The SDK is async (anyio) and the kernel is not: each bridge runs one
-event loop in a daemon thread, and the stdio transport and client session, async context
-managers that must be entered and left by one task, stay open in one long-lived task until
-`close()`. That task also re-lists the tools when the server sends
-`notifications/tools/list_changed` (`generation` counts the lists; mcp_bridges.py turns
-them into ToolDefs). A server that dies or hangs never hangs a call: each waits at most
-timeout_s and fails with TOOL_ERROR quoting the tail of the server's stderr. Only kernel.py
-(through mcp_bridges.py) imports this module, and only when a server is configured, so
+The SDK is async (anyio) and the kernel is not: each bridge runs one event loop in a daemon
+thread, and the transport and client session, async context managers that must be entered
+and left by one task, stay open in one long-lived task until `close()`. That task also
+re-lists the tools when the server sends `notifications/tools/list_changed` (`generation`
+counts the lists). A server that dies or hangs never hangs a call: each waits at most
+timeout_s and fails with TOOL_ERROR quoting the tail of the server's stderr. Only
+mcp_bridges.py imports this module, and only when a server is configured, so
 `import agentos_kernel` never loads the SDK.
 """
 
@@ -32,6 +27,7 @@ from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .profile import McpServerConfig
@@ -77,17 +73,27 @@ class McpBridge:
             self.close(grace_s=0)
             raise ContractError([Problem(self.config_file, self.config.where,
                                          f"cannot start MCP server {self.config.name!r} "
-                                         f"({' '.join(self.config.command)}): {why}"
+                                         f"({self.endpoint}): {why}"
                                          f"{self._stderr_tail()}")]) from None
 
-    async def _serve(self, ready: concurrent.futures.Future[list[types.Tool]]) -> None:
-        self._task = asyncio.current_task()
+    @property
+    def endpoint(self) -> str:
+        """The command line or the URL, as messages name the server."""
+        return self.config.url or " ".join(self.config.command)
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        if self.config.url:
+            return streamable_http_client(self.config.url)
         cmd = self.config.command
         params = StdioServerParameters(command=cmd[0], args=list(cmd[1:]),
                                        env=dict(self.config.env) or None, cwd=self.cwd)
+        return stdio_client(params, errlog=self._errlog)
+
+    async def _serve(self, ready: concurrent.futures.Future[list[types.Tool]]) -> None:
+        self._task = asyncio.current_task()
         try:
-            async with stdio_client(params, errlog=self._errlog) as (read, write), \
-                    ClientSession(read, write, message_handler=self._on_message) as session:
+            async with self._transport() as streams, \
+                    ClientSession(streams[0], streams[1], message_handler=self._on_message) as session:
                 await session.initialize()
                 self._listed(await _list_tools(session))
                 self._session = session
