@@ -14,7 +14,8 @@ shuts down cleanly, whatever its calls returned (each call's outcome is its own
 tool.result / domain.error); Ctrl-C or SIGTERM close it not ok, "interrupted".
 
 Served tools: the builtin ones and every registered tool some skill lists in allowed-tools
-(a bridged `<server>__<tool>` included); that set is the scope of step 2.
+(a bridged `<server>__<tool>` included); that set is the scope of step 2. A bridged server's
+changed tool list is taken up at the next tools/list or tools/call.
 """
 
 from __future__ import annotations
@@ -69,8 +70,18 @@ class ServedTools:
         """The served tools (also the allowed scope of every call)."""
         return served_tool_names(self.rt)
 
+    def refresh(self) -> bool:
+        """Take up a bridged server's new tool list (`tools/list_changed`) mid-session: the
+        served session lasts as long as the client, so it does not wait for the next one."""
+        if not self.rt.refresh_tools():
+            return False
+        self.session.tools = self.rt.tools
+        self.session.schemas = self.session.log.schemas = self.rt.schemas
+        return True
+
     def tools(self) -> list[types.Tool]:
         """The MCP tool list: name, description and the resolved input schema of each."""
+        self.refresh()
         out = []
         for name in self.names:
             tool = self.rt.tools[name]
@@ -80,6 +91,7 @@ class ServedTools:
 
     def call(self, name: str, args: Any) -> types.CallToolResult:
         """One tools/call through dispatch_tool (synchronous: the SessionLog has one writer)."""
+        self.refresh()
         self.calls += 1
         result = dispatch_tool(ToolCall(f"m{self.calls}", name, args), tools=self.rt.tools,
                                allowed_tools=frozenset(self.names), hooks=self.rt.hooks,
@@ -151,7 +163,8 @@ async def _serve(served: ServedTools) -> None:
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=served.tools())
+        return types.ListToolsResult(tools=await anyio.to_thread.run_sync(served.tools,
+                                                                          limiter=one))
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments if params.arguments is not None else {}

@@ -140,3 +140,61 @@ def test_a_session_start_deny_serves_nothing(workspace: Path, tmp_path: Path,
     assert events[-1].type == "session.close" and events[-1].payload["ok"] is False
     assert "GATE_DENIED" in events[-1].payload["reason"]
     assert cli_main(["audit", str(workspace / "sessions" / "no")]) == 0
+
+
+FLAKY = Path(__file__).resolve().parent / "mcp_servers" / "flaky_server.py"
+PROXY_SKILL = """---
+name: grow-tools
+description: Uses the flaky server's tools, one of which it adds at run time.
+triggers:
+  - grow
+allowed-tools:
+  - flaky__grow
+  - flaky__extra
+schema_version: v1
+---
+
+# grow-tools
+
+Worker calls flaky__grow, then the tool it added.
+"""
+
+
+def test_bridged_tools_are_served_and_their_list_follows_the_server(workspace: Path) -> None:
+    config = workspace / "agentos.yaml"
+    doc = yaml.safe_load(config.read_text(encoding="utf-8"))
+    doc["mcp_servers"] = [{"name": "flaky", "command": [sys.executable, str(FLAKY)],
+                           "timeout_s": 60}]
+    config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    (workspace / "skills" / "grow-tools").mkdir()
+    (workspace / "skills" / "grow-tools" / "SKILL.md").write_text(PROXY_SKILL, encoding="utf-8")
+    errlog = workspace.parent / "proxy.stderr"
+    params = StdioServerParameters(
+        command=sys.executable, cwd=workspace.parent,
+        args=["-m", "agentos_kernel", "mcp", "serve", "--workspace", str(workspace),
+              "--session", "proxy"])
+
+    async def go() -> tuple[list[str], list[str], types.CallToolResult, types.CallToolResult]:
+        with errlog.open("w", encoding="utf-8") as err:
+            async with stdio_client(params, errlog=err) as (read, write), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                before = [t.name for t in (await session.list_tools()).tools]
+                grown = await session.call_tool("flaky__grow", {"name": "extra"})
+                after: list[str] = []
+                with anyio.move_on_after(30):  # the server re-lists after its notification
+                    while "flaky__extra" not in after:
+                        after = [t.name for t in (await session.list_tools()).tools]
+                        await anyio.sleep(0.05)
+                used = await session.call_tool("flaky__extra", {})
+        return before, after, grown, used
+
+    before, after, grown, used = anyio.run(go)
+    assert "flaky__grow" in before and "flaky__extra" not in before
+    assert "flaky__extra" in after
+    assert not grown.is_error and _text(grown) == "added extra"
+    assert not used.is_error and used.structured_content == {"result": "extra"}
+    events = list(read_log(workspace / "sessions" / "proxy" / ".events.jsonl"))
+    assert [e.payload["name"] for e in events if e.type == "tool.invoke"] == [
+        "flaky__grow", "flaky__extra"]
+    assert events[-1].type == "session.close" and events[-1].payload["ok"] is True
