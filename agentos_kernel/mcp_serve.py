@@ -35,11 +35,9 @@ from .builtin_tools import BUILTIN_TOOLS
 from .errors import DomainError, Err, ErrorCode, Ok, Result
 from .kernel import Runtime
 from .mcp import RESULT_SCHEMA
-from .session import Session
+from .session import SERVED_ACTOR, Session
 from .tools import ToolCall, dispatch_tool
 
-SERVED_ACTOR = "mcp-client"
-"""The actor of the served session's session.start and of every call's tool.invoke."""
 SERVE_PROMPT = "agentos mcp serve: tool calls from an MCP client"
 """The session.start prompt of a served session (there is no user request)."""
 

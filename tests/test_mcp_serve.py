@@ -71,7 +71,8 @@ def _text(result: types.CallToolResult) -> str:
     return " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
-def test_an_mcp_client_uses_the_gated_tools(workspace: Path) -> None:
+def test_an_mcp_client_uses_the_gated_tools(workspace: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     ws = _gated(workspace)
     write = {"path": "secrets.txt", "content": "x",
              "claim": {"who": "client", "why": "test", "expected_hash": "", "schema_version": "v1"}}
@@ -115,6 +116,11 @@ def test_an_mcp_client_uses_the_gated_tools(workspace: Path) -> None:
     # the log verifies and audits like any other
     assert cli_main(["--workspace", str(ws), "verify", "served"]) == 0
     assert cli_main(["audit", str(log)]) == 0
+    assert cli_main(["--workspace", str(ws), "replay", "served", "--strict"]) == 0
+    # the client's calls are not a request to repeat: rerun refuses, naming why
+    capsys.readouterr()
+    assert cli_main(["--workspace", str(ws), "rerun", "served"]) == 2
+    assert "it was served to an MCP client (agentos mcp serve)" in capsys.readouterr().err
 
 
 def test_a_fault_preset_denies_every_call(workspace: Path) -> None:

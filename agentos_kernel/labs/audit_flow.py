@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..session import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
 from .audit_model import Entry, Gap
 
 REQUIRED_TYPES = (
@@ -26,9 +27,6 @@ SKILL_SCOPED = ("skill.invoke", "tool.invoke", "tool.result", "skill.complete")
 L3_LOOP = ("skill.invoke", "agent.transition", "worker.report", "skill.complete")
 """Types of the Plan-Work-Review loop, which an L8 cycle's phases replace."""
 L8_REQUIRED = ("workflow.started", "workflow.completed")
-SERVED_ACTOR = "mcp-client"
-"""session.start's actor in a session whose tool calls come from an MCP client
-(`agentos mcp serve`): no model, no roles, no skill."""
 SERVED_REQUIRED = ("session.start", "hook.fired", "session.close")
 DECISIONS = ("allow", "deny", "transform")
 FAILED_STATES = ("FAIL", "FAILED", "REWORK", "ESCALATED")
