@@ -297,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 "not a symlink, not inside a workspace's sessions/")
     p.set_defaults(fn=cmd_init)
 
+    from . import cli_mcp  # mcp serve
+    cli_mcp.add_commands(sub)
+
     from .labs.commands import add_commands  # audit, conform, lab, grade
     add_commands(sub)
     return parser

@@ -46,7 +46,7 @@ class Runtime:
     def __init__(self, workspace: Workspace, config: WorkspaceConfig, profile: RuntimeProfile,
                  schemas: SchemaRegistry, agents: dict[str, AgentDef], skills: SkillRegistry,
                  tools: ToolRegistry, hooks: HookBus, faults: FaultPlan | None = None,
-                 provider_factory: ProviderFactory | None = None) -> None:
+                 provider_factory: ProviderFactory | None = None, bridged: Any = None) -> None:
         self.workspace, self.config, self.profile = workspace, config, profile
         self.provider_factory = provider_factory  # None: PROVIDERS[profile.provider]; rerun: a cassette
         self.schemas, self.agents, self.skills, self.tools, self.hooks = (
@@ -60,6 +60,8 @@ class Runtime:
         """Called with each event of this runtime's sessions once it is logged (`watching`)."""
         self.gates: list[Callable[[Event], None]] = []
         """Called with each event just before it is logged (`watching(..., before=True)`)."""
+        self.bridged = bridged
+        """The MCP servers this runtime started (mcp_bridges.BridgedTools), or None."""
 
     @classmethod
     def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,
@@ -99,10 +101,34 @@ class Runtime:
                 problems.append(Problem(config.file, where, str(exc).strip("'\"")))
         if problems:
             raise ContractError(problems)
+        bridged = None
         if config.mcp_servers:  # the MCP SDK is imported only by a workspace that names a server
-            from .mcp import bridge_servers
-            schemas, own = bridge_servers(config, schemas, ws.root, own)
-        return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(own), hooks, faults)
+            from .mcp_bridges import bridge_servers
+            bridged = bridge_servers(config, schemas, ws.root, own)
+            schemas, own = bridged.schemas, bridged.tools
+        return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(own), hooks, faults,
+                   bridged=bridged)
+
+    # -- resources --------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop what this runtime started: its bridged MCP servers (idempotent). Sessions are
+        not owned here: each request closes its own log."""
+        if self.bridged is not None:
+            self.bridged.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def refresh_tools(self) -> bool:
+        """Take up a bridged server's new tool list (after `tools/list_changed`); True when
+        the registry changed. Called as each session opens, so a request sees one list."""
+        if self.bridged is None or not self.bridged.refresh():
+            return False
+        self.schemas, self.tools = self.bridged.schemas, ToolRegistry(self.bridged.tools)
+        return True
 
     # -- running ----------------------------------------------------------------------
     def new_session_id(self) -> str:
@@ -150,6 +176,7 @@ class Runtime:
         sid = self._claim(session_id)
         if isinstance(sid, Err):
             return sid
+        self.refresh_tools()
         det = self.profile.deterministic
         log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
                          CounterIds() if det else RandomIds(), sid, watchers=self.watchers,
@@ -186,9 +213,10 @@ class Runtime:
         key = os.environ.get(env, "") if env else ""
         return {"secrets": (key,) if key else (), "patterns": self.profile.redact_patterns}
 
-    def start_session(self, prompt: str, session_id: str | None = None) -> Session | Err:
-        """Open a session and log `session.start` (and any skipped skill files). An empty
-        prompt is refused before any session exists: there is nothing to run or record."""
+    def start_session(self, prompt: str, session_id: str | None = None, *,
+                      actor: str = "user") -> Session | Err:
+        """Open a session and log `session.start` by `actor` (and any skipped skill files). An
+        empty prompt is refused before any session exists: there is nothing to run or record."""
         if not isinstance(prompt, str) or not prompt.strip():
             return Err(DomainError("input", ErrorCode.PROMPT_EMPTY,
                                    f"the prompt is empty ({prompt!r}); give the request, "
@@ -202,7 +230,7 @@ class Runtime:
                 # Not for a prompt holding a secret: a card number is few enough guesses that
                 # its hash, beside the rest of the prompt in clear, would give it away.
                 start["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
-            session.log.append("session.start", "user", {
+            session.log.append("session.start", actor, {
                 **start, "profile": self.profile.name, "provider": self.profile.provider,
                 "model": self.profile.model, "deterministic": self.profile.deterministic})
             for p in self.skills.skipped:

@@ -1,17 +1,16 @@
-"""L1 bridge to real MCP servers (the official `mcp` SDK, stdio transport).
+"""L1 bridge to real MCP servers: one client per `mcp_servers` entry (the official `mcp` SDK).
 
-Each `mcp_servers` entry of agentos.yaml starts one server subprocess; its tools become
-`ToolDef`s named `<server>__<tool>`, so a skill lists them in `allowed-tools` and
-`dispatch_tool` runs its nine steps on them unchanged. The separator is `__`, not `.`,
-because the name is sent to the model as the tool name and the providers' tool-name rules
-(Anthropic, OpenAI: `^[a-zA-Z0-9_-]{1,64}$`) reject dots.
+An entry with `command` starts a server subprocess (stdio transport, its stderr kept in a
+file); one with `url` connects to a running server (streamable HTTP). mcp_bridges.py turns
+the server's tools into ToolDefs named `<server>__<tool>`.
 
-Each tool's `inputSchema` is registered as schema `mcp_<server>__<tool>_in` (step 3 rejects
-bad arguments before the server sees them); every result is checked against the generic
-`mcp_tool_result_v1`. The SDK is async (anyio) and the kernel is not: each bridge runs one
-event loop in a daemon thread, and the stdio transport and client session, async context
-managers that must be entered and left by one task, stay open in one long-lived task until
-`close()`. Only kernel.py imports this module, and only when a server is configured, so
+The SDK is async (anyio) and the kernel is not: each bridge runs one event loop in a daemon
+thread, and the transport and client session, async context managers that must be entered
+and left by one task, stay open in one long-lived task until `close()`. That task also
+re-lists the tools when the server sends `notifications/tools/list_changed` (`generation`
+counts the lists). A server that dies or hangs never hangs a call: each waits at most
+timeout_s and fails with TOOL_ERROR quoting the tail of the server's stderr. Only
+mcp_bridges.py imports this module, and only when a server is configured, so
 `import agentos_kernel` never loads the SDK.
 """
 
@@ -21,25 +20,20 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
-import re
 import tempfile
 import threading
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
-from .profile import McpServerConfig, WorkspaceConfig
-from .schemas import SchemaRegistry
-from .tools import ToolContext, ToolDef
+from .profile import McpServerConfig
 
 RESULT_SCHEMA = "mcp_tool_result_v1"
-MAX_NAME = 64  # the providers' tool-name limit
 CLOSE_TIMEOUT_S = 5.0
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _LIVE: set[McpBridge] = set()
 
 
@@ -54,8 +48,13 @@ class McpBridge:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name=f"mcp-{config.name}")
         self._stop = asyncio.Event()
+        self._wake = asyncio.Event()  # set by a list_changed notification, and by close()
         self._task: asyncio.Task[None] | None = None
         self._session: ClientSession | None = None
+        self.tools: list[types.Tool] = []
+        """The server's current tool list (replaced on each refresh)."""
+        self.generation = 0
+        """How many tool lists have been received (1 after start)."""
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> list[types.Tool]:
@@ -74,22 +73,39 @@ class McpBridge:
             self.close(grace_s=0)
             raise ContractError([Problem(self.config_file, self.config.where,
                                          f"cannot start MCP server {self.config.name!r} "
-                                         f"({' '.join(self.config.command)}): {why}"
+                                         f"({self.endpoint}): {why}"
                                          f"{self._stderr_tail()}")]) from None
 
-    async def _serve(self, ready: concurrent.futures.Future[list[types.Tool]]) -> None:
-        self._task = asyncio.current_task()
+    @property
+    def endpoint(self) -> str:
+        """The command line or the URL, as messages name the server."""
+        return self.config.url or " ".join(self.config.command)
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        if self.config.url:
+            return streamable_http_client(self.config.url)
         cmd = self.config.command
         params = StdioServerParameters(command=cmd[0], args=list(cmd[1:]),
                                        env=dict(self.config.env) or None, cwd=self.cwd)
+        return stdio_client(params, errlog=self._errlog)
+
+    async def _serve(self, ready: concurrent.futures.Future[list[types.Tool]]) -> None:
+        self._task = asyncio.current_task()
         try:
-            async with stdio_client(params, errlog=self._errlog) as (read, write), \
-                    ClientSession(read, write) as session:
+            async with self._transport() as streams, \
+                    ClientSession(streams[0], streams[1], message_handler=self._on_message) as session:
                 await session.initialize()
-                tools = await _list_tools(session)
+                self._listed(await _list_tools(session))
                 self._session = session
-                ready.set_result(tools)
-                await self._stop.wait()
+                ready.set_result(self.tools)
+                while not self._stop.is_set():
+                    await self._wake.wait()
+                    self._wake.clear()
+                    if not self._stop.is_set():
+                        # listed here, not in the handler: the handler runs in the session's
+                        # receive loop, which must stay free to read the answer
+                        self._listed(await asyncio.wait_for(_list_tools(session),
+                                                            self.config.timeout_s))
         except Exception as exc:
             if not ready.done():
                 ready.set_exception(exc)
@@ -97,6 +113,14 @@ class McpBridge:
             # and later calls report it as TOOL_ERROR, so there is nothing more to raise.
         finally:
             self._session = None
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._wake.set()
+
+    def _listed(self, tools: list[types.Tool]) -> None:
+        self.tools = tools
+        self.generation += 1
 
     def close(self, grace_s: float = CLOSE_TIMEOUT_S) -> None:
         """Shut the session and the server process down and stop the loop (idempotent;
@@ -118,6 +142,7 @@ class McpBridge:
 
     async def _shutdown(self, grace_s: float) -> None:
         self._stop.set()
+        self._wake.set()
         task = self._task
         if task is None or task.done():
             return
@@ -143,82 +168,23 @@ class McpBridge:
         qualified = f"{self.config.name}__{tool}"
         session = self._session
         if session is None:
-            return _tool_error(f"{qualified}: MCP server {self.config.name!r} is not running")
+            return _tool_error(f"{qualified}: MCP server {self.config.name!r} is not running"
+                               f"{self._stderr_tail()}")
         pending = asyncio.run_coroutine_threadsafe(session.call_tool(tool, args), self._loop)
         try:
             res = pending.result(self.config.timeout_s)
         except TimeoutError:
             pending.cancel()
-            return _tool_error(f"{qualified} timed out after {self.config.timeout_s}s")
+            return _tool_error(f"{qualified} timed out after {self.config.timeout_s}s"
+                               f"{self._stderr_tail()}")
         except Exception as exc:  # MCPError, a closed connection: reported as this call's failure
-            return _tool_error(f"{qualified}: MCP call failed: {_describe(exc)}")
-        payload = _payload(res)
+            return _tool_error(f"{qualified}: MCP call failed: {_describe(exc)}"
+                               f"{self._stderr_tail()}")
+        result = payload(res)
         if res.is_error:
-            text = " ".join(c["text"] for c in payload["content"] if c.get("type") == "text")
+            text = " ".join(c["text"] for c in result["content"] if c.get("type") == "text")
             return _tool_error(f"{qualified}: {text or 'the server reported an error'}")
-        return Ok(payload)
-
-
-def bridge_servers(config: WorkspaceConfig, schemas: SchemaRegistry, root: Path,
-                   tools: Iterable[ToolDef] = ()) -> tuple[SchemaRegistry, tuple[ToolDef, ...]]:
-    """Start every configured server; return the schema registry extended with their tools'
-    input schemas, and `tools` followed by the bridged tools. On any failure the servers
-    already started are closed and ContractError names the agentos.yaml entry."""
-    if RESULT_SCHEMA not in schemas:
-        raise ContractError([Problem(config.file, "mcp_servers", f"no schema {RESULT_SCHEMA!r} is "
-                                     f"loaded; copy schemas/{RESULT_SCHEMA}.json from the reference "
-                                     "workspace (agentos init)")])
-    defs = list(tools)
-    started: list[McpBridge] = []
-    try:
-        for server in config.mcp_servers:
-            bridge = McpBridge(server, config.file, root)
-            started.append(bridge)
-            bridged, docs = tool_defs(bridge, bridge.start())
-            schemas = schemas.with_schemas(docs, f"{config.file}#{server.where}")
-            defs += bridged
-    except BaseException:
-        for bridge in started:
-            bridge.close()
-        raise
-    return schemas, tuple(defs)
-
-
-def tool_defs(bridge: McpBridge, tools: list[types.Tool]
-              ) -> tuple[list[ToolDef], dict[str, dict[str, Any]]]:
-    """The ToolDefs for a server's tools and their input schemas by schema id."""
-    server = bridge.config.name
-    defs: list[ToolDef] = []
-    docs: dict[str, dict[str, Any]] = {}
-    problems: list[Problem] = []
-    for tool in tools:
-        local = _UNSAFE.sub("_", tool.name)  # MCP allows `.` and `/` in names; providers do not
-        name = f"{server}__{local}"
-        sid = f"mcp_{server}__{local}_in".replace("-", "_")
-        where = f"{bridge.config.where} tool {tool.name!r}"
-        if len(name) > MAX_NAME:
-            problems.append(Problem(bridge.config_file, where, f"{name!r} is longer than "
-                                    f"{MAX_NAME} characters, the providers' tool-name limit"))
-            continue
-        if sid in docs:
-            problems.append(Problem(bridge.config_file, where, f"{name!r} clashes with another "
-                                    f"tool of {server!r} once unsafe characters become `_`"))
-            continue
-        # The declared dialect is dropped so it is checked as draft 2020-12 like every schema
-        # here; the keywords tool schemas use mean the same in draft-07.
-        docs[sid] = {k: v for k, v in tool.input_schema.items() if k != "$schema"}
-        summary = (tool.description or "").strip().splitlines()
-        defs.append(ToolDef(name, sid, RESULT_SCHEMA, _invoker(bridge, tool.name),
-                            summary[0] if summary else f"MCP tool {tool.name} of server {server}"))
-    if problems:
-        raise ContractError(problems)
-    return defs, docs
-
-
-def _invoker(bridge: McpBridge, tool: str) -> Any:
-    def invoke(args: dict[str, Any], ctx: ToolContext) -> Result[Any]:
-        return bridge.call(tool, args)
-    return invoke
+        return Ok(result)
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:
@@ -233,7 +199,7 @@ async def _list_tools(session: ClientSession) -> list[types.Tool]:
             return found
 
 
-def _payload(res: types.CallToolResult) -> dict[str, Any]:
+def payload(res: types.CallToolResult) -> dict[str, Any]:
     # camelCase, as on the wire and in the MCP spec (`by_alias`)
     out: dict[str, Any] = {
         "content": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in res.content],
@@ -260,4 +226,4 @@ def close_all() -> None:
         bridge.close()
 
 
-__all__ = ["McpBridge", "McpServerConfig", "bridge_servers", "close_all", "tool_defs"]
+__all__ = ["RESULT_SCHEMA", "McpBridge", "McpServerConfig", "close_all", "payload"]

@@ -78,8 +78,8 @@ class RuntimeProfile:
 
 @dataclass(frozen=True)
 class McpServerConfig:
-    """One `mcp_servers` entry of agentos.yaml: a stdio MCP server whose tools the runtime
-    registers as `<name>__<tool>` (agentos_kernel/mcp.py does the bridging)."""
+    """One `mcp_servers` entry of agentos.yaml: an MCP server (stdio `command` or streamable-HTTP
+    `url`) whose tools the runtime registers as `<name>__<tool>` (agentos_kernel/mcp.py)."""
 
     name: str
     """Server name, the prefix of its tools' names (lowercase letters, digits, `-`)."""
@@ -91,6 +91,8 @@ class McpServerConfig:
     """Bound on the server's start-up and on each tool call."""
     where: str = "mcp_servers[0]"
     """Its position in agentos.yaml, named in every error about it."""
+    url: str | None = None
+    """A streamable-HTTP server's endpoint, instead of a command (then `command` is empty)."""
 
 
 @dataclass(frozen=True)
@@ -162,8 +164,9 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
             problems.append(Problem(shown, f"profiles.{p.name}.agents",
                                     "the reviewer would review its own work: give reviewer and "
                                     "worker different agents (SELF_REVIEW)"))
-    servers = tuple(McpServerConfig(e["name"], tuple(e["command"]), dict(e.get("env") or {}),
-                                    e.get("timeout_s", 30.0), f"mcp_servers[{i}]")
+    servers = tuple(McpServerConfig(e["name"], tuple(e.get("command") or ()),
+                                    dict(e.get("env") or {}), e.get("timeout_s", 30.0),
+                                    f"mcp_servers[{i}]", e.get("url"))
                     for i, e in enumerate(doc.get("mcp_servers") or ()))
     for i, server in enumerate(servers):
         if server.name in {s.name for s in servers[:i]}:  # the name prefixes its tools' names

@@ -23,6 +23,7 @@ from .logdiff import Divergence, diff_events, short
 from .providers.cassette import CassetteProvider
 from .providers.faults import FaultPlanError, load_fault_plan
 from .recorded_tools import recorded_tools
+from .session import SERVED_ACTOR
 
 NOT_RUN = ("event.amended",)
 """Event types appended to a log after its run (corrections): not something to reproduce."""
@@ -83,6 +84,11 @@ def rerun(runtime: Runtime, session_id: str, *, new_session_id: str | None = Non
     if start is None:
         return Err(DomainError("config", ErrorCode.UNKNOWN_ID,
                                f"session {session_id!r} has no session.start: nothing to re-run"))
+    if start.actor == SERVED_ACTOR:
+        return Err(DomainError("config", ErrorCode.CONFIG_INVALID,
+                               f"session {session_id!r} cannot be re-run: it was served to an MCP "
+                               "client (agentos mcp serve), whose calls are not a request to "
+                               f"repeat; read it with: agentos replay {session_id}"))
     prompt = start.payload["prompt"]
     if hashlib.sha256(prompt.encode()).hexdigest() != start.payload.get("prompt_sha256"):
         return Err(DomainError("config", ErrorCode.CONFIG_INVALID,

@@ -16,6 +16,10 @@ from .schemas import SchemaRegistry
 from .skills import Skill
 from .tools import ToolContext, ToolRegistry
 
+SERVED_ACTOR = "mcp-client"
+"""The actor of `session.start` in a session served to an MCP client (`agentos mcp serve`),
+and of its tool.invoke events: its tool calls came from outside, not from a request."""
+
 
 @dataclass(frozen=True)
 class RunResult:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..session import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
 from .audit_model import Entry, Gap
 
 REQUIRED_TYPES = (
@@ -26,6 +27,7 @@ SKILL_SCOPED = ("skill.invoke", "tool.invoke", "tool.result", "skill.complete")
 L3_LOOP = ("skill.invoke", "agent.transition", "worker.report", "skill.complete")
 """Types of the Plan-Work-Review loop, which an L8 cycle's phases replace."""
 L8_REQUIRED = ("workflow.started", "workflow.completed")
+SERVED_REQUIRED = ("session.start", "hook.fired", "session.close")
 DECISIONS = ("allow", "deny", "transform")
 FAILED_STATES = ("FAIL", "FAILED", "REWORK", "ESCALATED")
 HANDOFFS = ("lead.directive", "plan.created", "worker.report", "review.result",
@@ -220,6 +222,11 @@ def check_required(entries: list[Entry], notes: list[str]) -> list[Gap]:
         required += L8_REQUIRED
         notes.append("L8 session: the cycle's phases replace the Plan-Work-Review loop, so "
                      f"{', '.join(L3_LOOP)} are not required; {', '.join(L8_REQUIRED)} are")
+    elif entries[0].type == "session.start" and entries[0].raw.get("actor") == SERVED_ACTOR:
+        required = list(SERVED_REQUIRED)
+        notes.append("MCP-served session (session.start by mcp-client): an MCP client called "
+                     "the tools, so only " + ", ".join(SERVED_REQUIRED) + " are required; "
+                     "its tool pairs, hooks and schema violations are checked as always")
     elif not present & set(SKILL_SCOPED):
         required = [t for t in required if t not in SKILL_SCOPED]
         notes.append("no skill was selected: a session without a skill has no tool scope, so "

@@ -22,6 +22,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -138,6 +139,23 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("artifacts")
 
 
+def _run_all(browser: Any, url: str) -> Any:
+    """A page on the notebook at `url`, once its kernel is idle, with Run All Cells clicked."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    # expect() has its own 5 s default: too short for a kernel start on a loaded machine.
+    expect.set_options(timeout=60_000)
+    page.goto(url)
+    # The kernel exists and is idle (the toolbar indicator says idle before it exists).
+    idle = re.compile(r"\(ipykernel\) \| Idle$")
+    expect(page.locator(".jp-StatusBar-TextItem", has_text=idle)).to_be_visible()
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    return page
+
+
 def test_the_tour_renders_the_stepper_and_next_changes_the_layer(
         lab: str, artifacts: Path, record_property: pytest.RecordProperty) -> None:
     from playwright.sync_api import expect, sync_playwright
@@ -145,16 +163,7 @@ def test_the_tour_renders_the_stepper_and_next_changes_the_layer(
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            # expect() has its own 5 s default: too short for a kernel start on a loaded machine.
-            expect.set_options(timeout=60_000)
-            page.goto(lab)
-            # The kernel exists and is idle (the toolbar indicator says idle before it exists).
-            idle = re.compile(r"\(ipykernel\) \| Idle$")
-            expect(page.locator(".jp-StatusBar-TextItem", has_text=idle)).to_be_visible()
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+            page = _run_all(browser, lab)
             # The last cell's checks print only when every cell before it has run.
             expect(page.locator(".jp-OutputArea-output", has_text=LAST_CHECK)).to_be_visible()
 
@@ -194,14 +203,7 @@ def test_a_deny_clicked_in_the_live_stepper_ends_in_the_log(
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            expect.set_options(timeout=60_000)
-            page.goto(url)
-            idle = re.compile(r"\(ipykernel\) \| Idle$")
-            expect(page.locator(".jp-StatusBar-TextItem", has_text=idle)).to_be_visible()
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+            page = _run_all(browser, url)
             live = page.locator(".jp-OutputArea-output .agentos-live")
             expect(live).to_have_count(1)
             human = live.locator(".agentos-human")

@@ -1,0 +1,8 @@
+"""`python -m agentos_kernel ...` is `agentos ...` (for a client that spawns the server by
+interpreter path, e.g. an MCP client's `command: [python, -m, agentos_kernel, mcp, serve]`)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
