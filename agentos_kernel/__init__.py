@@ -31,7 +31,7 @@ sys.modules[__name__].__class__ = _Package
 _LAZY = {
     "ContractError": "errors", "DomainError": "errors", "Err": "errors", "ErrorCode": "errors",
     "InvariantViolation": "errors", "Ok": "errors", "Problem": "errors",
-    "Event": "events", "EventStore": "events", "JsonlEventStore": "events", "read_log": "events",
+    "Event": "events", "EventStore": "events", "JsonlEventStore": "jsonl_store", "read_log": "events",
     "verify_chain": "events",
     "HookBus": "hooks", "HookDecision": "hooks", "HookHandler": "hooks",
     "VerifyReport": "integrity", "verify_log": "integrity",

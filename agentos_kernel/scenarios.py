@@ -18,7 +18,8 @@ from typing import Any
 import jsonschema_rs
 
 from .errors import ContractError, Err, Problem
-from .events import LOG_NAME, JsonlEventStore
+from .events import LOG_NAME
+from .jsonl_store import JsonlEventStore
 from .providers.faults import FaultPlanError, plan_from_doc
 from .workspace import reference_dir
 

@@ -29,7 +29,7 @@ from agentos_kernel import Runtime
 from agentos_kernel.cli import main as cli_main
 from agentos_kernel.clock import CounterIds, LogicalClock
 from agentos_kernel.durability import Durability
-from agentos_kernel.events import JsonlEventStore
+from agentos_kernel.jsonl_store import JsonlEventStore
 from agentos_kernel.recorder import SessionLog
 from agentos_kernel.schemas import SchemaRegistry
 from agentos_kernel.sessionlock import SessionLock

@@ -22,7 +22,7 @@ from pathlib import Path
 from agentos_kernel import Runtime
 from agentos_kernel.cli import main as cli_main
 from agentos_kernel.clock import CounterIds, LogicalClock
-from agentos_kernel.events import JsonlEventStore
+from agentos_kernel.jsonl_store import JsonlEventStore
 from agentos_kernel.recorder import SessionLog
 from agentos_kernel.replay import replay_path
 from agentos_kernel.schemas import SchemaRegistry

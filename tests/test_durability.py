@@ -14,7 +14,8 @@ import yaml
 
 from agentos_kernel import ContractError, Runtime
 from agentos_kernel.durability import DEFAULT_FSYNC, Durability
-from agentos_kernel.events import Event, JsonlEventStore, read_log, verify_chain
+from agentos_kernel.events import Event, read_log, verify_chain
+from agentos_kernel.jsonl_store import JsonlEventStore
 from agentos_kernel.validate import validate_workspace
 
 Synced = list[tuple[str, str]]

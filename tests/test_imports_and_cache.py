@@ -16,7 +16,7 @@ import yaml
 
 from agentos_kernel import Runtime
 from agentos_kernel.clock import first_free
-from agentos_kernel.events import JsonlEventStore
+from agentos_kernel.jsonl_store import JsonlEventStore
 from agentos_kernel.jupyter.api import run_agent
 from agentos_kernel.providers.faults import load_fault_plan
 from agentos_kernel.runtime_cache import cached_runtime, clear

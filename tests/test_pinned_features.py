@@ -117,7 +117,7 @@ def test_a_crash_inside_a_run_closes_the_session_with_the_reason(
                            {"from": "INTAKE", "to": "LEAD", "role": "lead", "attempt": 1})
         raise RuntimeError("a bug in the runtime")
 
-    monkeypatch.setattr("agentos_kernel.kernel.run_pwr", broken_pwr)
+    monkeypatch.setattr("agentos_kernel.flow.run_pwr", broken_pwr)
     with pytest.raises(RuntimeError, match="a bug in the runtime"):
         runtime.handle_user_request(CANONICAL)
     run = _crashed(runtime)

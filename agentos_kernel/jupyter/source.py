@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, JsonlEventStore, check_session_id
+from ..events import Event, check_session_id
+from ..jsonl_store import JsonlEventStore
 from ..logview import LogEvents
 from ..workspace import Workspace, find_workspace
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.events import Event, EventStore, JsonlEventStore
+from agentos_kernel.events import Event, EventStore
+from agentos_kernel.jsonl_store import JsonlEventStore
 from agentos_kernel.sessionlock import SessionExists, SessionLocked
 
 
