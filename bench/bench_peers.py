@@ -9,7 +9,8 @@ median. Contenders:
 
 - `agentos request`: `Runtime.handle_user_request("hello, greet Ada")` on the scripted
   provider, the runtime built once: every boundary schema-checked, hooks run with their
-  timeouts, payloads redacted, each event chained and written to disk (fsync at close).
+  timeouts, payloads redacted, each event chained and written to disk (the default fsync
+  policy `close`: four fsyncs a session); and the same with `fsync: never` (flush only).
 - `agentos %agent`: the notebook path (`jupyter.api.run_agent`), which loads the
   workspace on every call.
 - LangGraph, Pydantic AI, the OpenAI Agents SDK: the same flow (lead, planner, worker with one
@@ -28,6 +29,7 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -274,7 +276,13 @@ def main() -> None:
             cli_main(["--workspace", str(ws), "demo"])
         finally:
             sys.stdout = stdout
+    nosync = tmp / "ws-nosync"  # the same workspace with fsync: never (flush only)
+    shutil.copytree(ws, nosync)
+    config = nosync / "agentos.yaml"
+    config.write_text(config.read_text().replace("    model: scripted-1\n",
+                                                 "    model: scripted-1\n    fsync: never\n", 1))
     contenders: dict[str, Callable[[], Any]] = {"agentos request": agentos_request(ws),
+                                                "agentos request, fsync never": agentos_request(nosync),
                                                 "agentos %agent": agentos_magic(ws)}
     for name, make in (("LangGraph", langgraph_flow), ("Pydantic AI", pydantic_ai_flow),
                        ("OpenAI Agents SDK", openai_agents_flow)):
