@@ -50,6 +50,10 @@ REPORT = {"output": "Hello, Ada!", "steps_completed": ["s1", "s2"]}
 REVIEW = {"verdict": "pass", "reasons": ["every plan step is completed"]}
 
 
+GOAL_RATIO = {"agentos request": 1 / 3, "agentos request, fsync never": 1 / 3, "agentos %agent": 1 / 2}
+GOALS = {k: f"≤ {'⅓' if r < 0.4 else '½'} × LangGraph" for k, r in GOAL_RATIO.items()}
+
+
 def echo(text: str) -> str:
     """Echo the text back."""
     return text
@@ -304,10 +308,16 @@ def main() -> None:
         if r % 50 == 49:
             print(f"  {r + 1}/{args.rounds} rounds", file=sys.stderr)
     med = {k: statistics.median(v) for k, v in times.items()}
-    ours = med["agentos request"]
-    rows = [f"| {k} | {v:.3f} | {v / ours:.2f}× |" for k, v in med.items()]
+    ours, peer = med["agentos request"], med.get("LangGraph")
+    rows = []
+    for k, v in med.items():
+        vs_peer = f"{v / peer:.2f}×" if peer else "-"
+        goal = GOALS.get(k, "")
+        met = "" if not (goal and peer) else (" ✓" if v / peer <= GOAL_RATIO[k] else " ✗")
+        rows.append(f"| {k} | {v:.3f} | {v / ours:.2f}× | {vs_peer} | {goal}{met} |")
     table = "\n".join([f"Machine: {machine()}; {args.rounds} interleaved rounds, medians.", "",
-                       "| contender | ms per request | × agentos request |", "|---|---|---|", *rows])
+                       "| contender | ms per request | × agentos request | × LangGraph | goal (issue 12) |",
+                       "|---|---|---|---|---|", *rows])
     print(table)
     if args.write:
         with (Path(__file__).parent / "RESULTS.md").open("a", encoding="utf-8") as f:
