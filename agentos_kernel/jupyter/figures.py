@@ -19,6 +19,7 @@ from typing import Any
 
 import matplotlib
 import pandas as pd
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from ..events import Event
@@ -29,6 +30,7 @@ from .ranges import (
     COST_MAX_LABELS,
     TIMELINE_BINS,
     TIMELINE_MAX_POINTS,
+    bands,
     binned,
     llm_calls,
     resolve_window,
@@ -91,10 +93,11 @@ def timeline_figure(session: Any, workspace: Path | str | None = None, *,
     cross; a grey line joins an event to its parent (request -> response, invoke -> result).
 
     `window=(first, last)` draws only the events with those seq (both included). When the range
-    holds more than `max_points` events, it is drawn in `bins` equal bins: a mark where a lane
-    had events of a layer in a bin, a red cross where one failed, no parent links; `data` is
-    then the binned table (seq, seq_last, lane, actor, layer, events, failures). Either way the
-    figure is one scatter per layer and at most one line, so its size does not grow with N."""
+    holds more than `max_points` events, it is drawn in `bins` equal bins: a band where a lane
+    had events of a layer in consecutive bins, a red cross on a bin where one failed, no parent
+    links; `data` is then the binned table (seq, seq_last, lane, actor, layer, events, failures,
+    y). Either way the figure is one drawing call per layer, at most one line and one scatter of
+    failures, so its size does not grow with N."""
     data = open_session(session, workspace)
     n = len(data.events)
     lo, hi = win = resolve_window(n, window)
@@ -108,18 +111,21 @@ def timeline_figure(session: Any, workspace: Path | str | None = None, *,
     ax = fig.add_subplot()
     if aggregate:
         shown = binned(points, win, bins)
-        marks, bad, size = shown, shown[shown["failures"] > 0], 10
+        _bands(ax, shown)
+        bad = shown[shown["failures"] > 0]
         note = f" (binned: {len(points):,} events in {bins} bins; pick a window for parent links)"
+        ax.set_xlim(lo - 0.5, hi + 0.5)
     else:
-        shown, marks, bad, size, note = points, points[~points["failed"]], points[points["failed"]], 36, ""
+        shown, bad, note = points, points[points["failed"]], ""
         _parent_links(ax, frame, points)
-    y = "y" if aggregate else "lane"
-    for layer in sorted(set(marks["layer"])):
-        sel = marks[marks["layer"] == layer]
-        ax.scatter(sel["seq"], sel[y], s=size, color=LAYER_COLORS.get(layer, "#333333"),
-                   marker="s" if aggregate else "o", label=f"{layer} {LAYER_NAMES.get(layer, '')}", zorder=2)
+        for layer in sorted(set(points["layer"])):
+            sel = points[(points["layer"] == layer) & ~points["failed"]]
+            if len(sel):
+                ax.scatter(sel["seq"], sel["lane"], s=36, color=LAYER_COLORS.get(layer, "#333333"),
+                           label=f"{layer} {LAYER_NAMES.get(layer, '')}", zorder=2)
     if len(bad):
-        ax.scatter(bad["seq"], bad[y], s=90, marker="X", color=_FAIL, label="failure", zorder=3)
+        ax.scatter(bad["seq"], bad["y" if aggregate else "lane"], s=90, marker="X", color=_FAIL,
+                   label="failure", zorder=3)
     ax.set_yticks(range(len(order)), order, fontsize=8)
     ax.set_ylim(len(order) - 0.5, -0.5)
     if (lo, hi) != (1, n):
@@ -132,6 +138,17 @@ def timeline_figure(session: Any, workspace: Path | str | None = None, *,
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     fig.subplots_adjust(left=0.2, right=0.72, bottom=0.6 / (1.2 + 0.32 * len(order)) + 0.1)
     return SvgFigure(title, render_svg(fig, f"timeline-{data.session_id}"), shown)
+
+
+def _bands(ax: Any, table: pd.DataFrame) -> None:
+    # One collection of rectangles per layer: runs of busy bins, so the SVG holds a path per
+    # run (one per lane when it is busy all along), not a mark per event or per bin.
+    for layer, runs in bands(table).items():
+        boxes = [[(a - 0.5, y - 0.09), (b + 0.5, y - 0.09), (b + 0.5, y + 0.09), (a - 0.5, y + 0.09)]
+                 for a, b, y in runs]
+        ax.add_collection(PolyCollection(boxes, facecolors=LAYER_COLORS.get(layer, "#333333"),
+                                         edgecolors="none", label=f"{layer} {LAYER_NAMES.get(layer, '')}",
+                                         zorder=2))
 
 
 def _parent_links(ax: Any, frame: pd.DataFrame, points: pd.DataFrame) -> None:

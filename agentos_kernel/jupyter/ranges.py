@@ -127,6 +127,23 @@ def binned(points: pd.DataFrame, window: Window, bins: int) -> pd.DataFrame:
     return table.drop(columns="bin")
 
 
+def bands(table: pd.DataFrame) -> dict[str, list[tuple[int, int, float]]]:
+    """Per layer, the runs of consecutive bins of `binned` that had events on one row:
+    (first seq, last seq, y). A lane busy all along is one band, however long the log."""
+    out: dict[str, list[tuple[int, int, float]]] = {}
+    for (layer, y), rows in table.sort_values("seq").groupby(["layer", "y"], sort=True):
+        runs = out.setdefault(str(layer), [])
+        start = prev = None
+        for first, last in zip(rows["seq"], rows["seq_last"], strict=True):
+            if prev is None or first != prev + 1:
+                if start is not None:
+                    runs.append((start, prev, float(y)))
+                start = first
+            prev = last
+        runs.append((start, prev, float(y)))
+    return out
+
+
 def llm_calls(events: Sequence[Event], window: Window) -> pd.DataFrame:
     """The llm.response events in `window` as the rows `cost_by_role` and `cumulative_cost`
     read: seq, type, role, tokens_in, tokens_out, cost_usd (the same values events_frame has)."""

@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from agentos_kernel.events import LogError
 from agentos_kernel.jupyter import cost_figure, events_frame, run_agent, timeline_figure
 from agentos_kernel.jupyter.frames import cost_by_role, cumulative_cost
-from agentos_kernel.jupyter.ranges import TIMELINE_BINS, llm_calls, timeline_range
+from agentos_kernel.jupyter.ranges import TIMELINE_BINS, bands, llm_calls, timeline_range
 from agentos_kernel.logview import LogEvents
 from agentos_kernel.testing import write_long_session
 
@@ -35,7 +35,7 @@ def long_ws(_initialised: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """How many times the figures call each drawing method of an Axes."""
     seen: Counter[str] = Counter()
-    for name in ("plot", "scatter", "annotate", "step"):
+    for name in ("plot", "scatter", "annotate", "step", "add_collection"):
         real = getattr(Axes, name)
 
         def spy(self: Axes, *a: object, _real: object = real, _name: str = name, **k: object) -> object:
@@ -49,19 +49,21 @@ def _log(ws: Path) -> LogEvents:
     return LogEvents(ws / "sessions" / "long" / ".events.jsonl")
 
 
-def test_a_long_timeline_is_binned_with_one_scatter_per_layer(long_ws: Path, calls: Counter[str]) -> None:
+def test_a_long_timeline_is_binned_with_one_collection_per_layer(long_ws: Path,
+                                                                  calls: Counter[str]) -> None:
     fig = timeline_figure("long", workspace=long_ws)
     table = fig.data
     layers = set(table["layer"])
-    assert calls["plot"] == 0  # no parent links when binned
-    assert calls["scatter"] == len(layers)  # one per layer (no failures in this log)
+    assert calls["plot"] == 0 and calls["scatter"] == 0  # no links, no dots, no failures here
+    assert calls["add_collection"] == len(layers)  # one set of bands per layer
     assert table["events"].sum() == N and table["failures"].sum() == 0
     assert table["seq"].min() == 1 and table["seq_last"].max() == N
-    rows = len(table[["lane", "layer"]].drop_duplicates())
-    assert len(table) <= TIMELINE_BINS * rows
-    # one mark per (bin, lane, layer), not per event; the rest are ticks and legend keys
-    assert len(table) <= fig.svg.count("<use ") <= len(table) + 40
-    assert len(fig.svg) < 600_000
+    rows = table[["lane", "layer"]].drop_duplicates()
+    assert len(table) <= TIMELINE_BINS * len(rows)
+    # the lanes busy all along are one band each: a path per row, not a mark per event or bin
+    assert sum(len(r) for r in bands(table).values()) == len(rows)
+    assert fig.svg.count("<path ") < 200 and fig.svg.count("<use ") < 40  # the rest: ticks, text
+    assert len(fig.svg) < 60_000
     assert "binned: 10,000 events in 200 bins" in fig.svg
 
 
