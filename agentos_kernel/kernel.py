@@ -22,6 +22,7 @@ from .providers.faults import FaultPlan
 from .pwr import Resume, run_pwr
 from .recorder import SessionLog, root_cause_note
 from .replay import Snapshot, replay_path
+from .replay_summary import RECENT, SnapshotSummary, summarize_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
 from .session import RunResult, Session
@@ -378,6 +379,14 @@ class Runtime:
         if not self.store.exists(session_id):
             raise KeyError(f"no session {session_id!r} in {self.workspace.sessions}")
         return replay_path(self.store.path(session_id), at)
+
+    def replay_summary(self, session_id: str, at: int | None = None,
+                       recent: int = RECENT) -> SnapshotSummary:
+        """`replay` in bounded memory (snapshot_v2): counts, tallies and the last `recent`
+        tool calls, hook decisions, violations and errors, for logs of any length."""
+        if not self.store.exists(session_id):
+            raise KeyError(f"no session {session_id!r} in {self.workspace.sessions}")
+        return summarize_path(self.store.path(session_id), at, recent)
 
 
 def _narrowing(log: SessionLog, d: dict[str, Any], allowed: tuple[str, ...]) -> Result[Any]:
