@@ -7,6 +7,7 @@ after the first N events.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from copy import deepcopy
 from dataclasses import asdict, dataclass, field
@@ -297,18 +298,19 @@ def fold_path(path: Path, fold: _Fold, at: int | None = None,
     import orjson  # here, not at the top: `import agentos_kernel` imports this module
 
     from .events import LogError, TornTail, report_torn
-    step, d, folded = fold.fold, fold.d, FOLDED_TYPES
+    step, d, folded, limit = fold.fold, fold.d, FOLDED_TYPES, sys.maxsize if at is None else at
     skipped: tuple[int, bytes] | None = None  # the last line counted from its bytes
+    by_bytes, only = not parse_all, _COUNTED_ONLY
     with Path(path).open("rb") as f:  # log_lines' loop, inlined: this is the hot path
         n = 0
         for lineno, line in enumerate(f, 1):
             if line[0] != 0x7B and not line.strip():  # canonical lines start with "{"
                 continue
-            if at is not None and n >= at:
+            if n >= limit:
                 break
-            if not parse_all and n and line.endswith(b'"}\n'):
+            if by_bytes and n and line[-3:] == b'"}\n':
                 t_at = line.rfind(b',"type":"')
-                if t_at > 0 and line[t_at + 9:-3] in _COUNTED_ONLY:
+                if t_at > 0 and line[t_at + 9:-3] in only:
                     d["events"] += 1
                     skipped = lineno, line
                     n += 1

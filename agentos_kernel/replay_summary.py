@@ -120,12 +120,14 @@ class _BoundedFold(_Fold):
             return
         # Hook decisions and tool calls are most of a long log: their payload is kept as is
         # among the recent ones (the v1 item is built from it by `summary`), never copied.
-        d, p = self.d, payload if isinstance(payload, dict) else {}
+        d, p = self.d, payload if type(payload) is dict else {}
         d["events"] += 1
         d["last_event_id"] = eid
-        d["session_id"] = d["session_id"] or session_id
-        name = p.get("decision" if key == "hook_decisions" else "name")
-        name = name if isinstance(name, str) else _NOT_A_STRING
+        if not d["session_id"]:
+            d["session_id"] = session_id
+        name = p.get("decision") if key == "hook_decisions" else p.get("name")
+        if type(name) is not str:
+            name = _NOT_A_STRING
         tally = self.tallies[key]
         tally[name] = tally.get(name, 0) + 1
         d[key].append(p)
