@@ -18,6 +18,7 @@ from pathlib import Path
 from .cli import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
 from .events import LOG_NAME, TornTailWarning, check_session_id
 from .integrity import VerifyReport, repair_torn, verify_log
+from .replay_summary import RECENT
 from .trace import LAYERS, select, trace_lines
 from .workspace import find_workspace
 
@@ -40,9 +41,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     sid = _session_arg(args.session_id)
     if rt.store.exists(sid) and (code := _checked(rt.store.path(sid), sid, args.strict)) is not None:
         return code
+    if args.recent is not None and not args.summary:
+        raise UsageError("--recent sets how many items --summary keeps; add --summary")
+    if args.recent is not None and args.recent < 0:
+        raise UsageError(f"--recent {args.recent} is negative; use 0 or more")
     with warnings.catch_warnings():  # a torn line was reported above; say it once
         warnings.simplefilter("ignore", TornTailWarning)
-        snap = rt.replay(sid, args.at)
+        snap = rt.replay_summary(sid, args.at, RECENT if args.recent is None else args.recent) \
+            if args.summary else rt.replay(sid, args.at)
     if args.at is not None and snap.events < args.at:  # the log ended first: say so, not the end state
         raise UsageError(f"--at {args.at} is out of range: {args.session_id} has {snap.events} events; "
                          f"use 0..{snap.events}")
@@ -144,7 +150,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replay", help="recompute a session's snapshot from its log alone")
     p.add_argument("session_id")
     p.add_argument("--at", type=int, metavar="N", help="the state after the first N events")
-    p.add_argument("--json", action="store_true", help="print snapshot_v1 JSON")
+    p.add_argument("--json", action="store_true", help="print snapshot_v1 JSON (snapshot_v2 with --summary)")
+    p.add_argument("--summary", action="store_true",
+                   help="bounded memory for long logs: counts, tallies and only the last --recent tool "
+                        "calls, hook decisions, violations and errors (snapshot_v2)")
+    p.add_argument("--recent", type=int, metavar="N",
+                   help=f"with --summary: how many of the latest items to keep per list (default {RECENT})")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 without replaying when the log does not verify (else only warn)")
     p.set_defaults(fn=cmd_replay)

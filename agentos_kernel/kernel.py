@@ -31,6 +31,7 @@ from .providers.registry import (  # noqa: F401  (key_env_of, ADAPTERS: the comp
 )
 from .recorder import SessionLog
 from .replay import Snapshot, replay_path
+from .replay_summary import RECENT, SnapshotSummary, summarize_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
 from .session import Session
@@ -287,4 +288,12 @@ class Runtime(RequestFlow):
         if not self.store.exists(session_id):
             raise KeyError(f"no session {session_id!r} in {self.workspace.sessions}")
         return replay_path(self.store.path(session_id), at)
+
+    def replay_summary(self, session_id: str, at: int | None = None,
+                       recent: int = RECENT) -> SnapshotSummary:
+        """`replay` in bounded memory (snapshot_v2): counts, tallies and the last `recent`
+        tool calls, hook decisions, violations and errors, for logs of any length."""
+        if not self.store.exists(session_id):
+            raise KeyError(f"no session {session_id!r} in {self.workspace.sessions}")
+        return summarize_path(self.store.path(session_id), at, recent)
 

@@ -7,6 +7,7 @@ after the first N events.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from copy import deepcopy
 from dataclasses import asdict, dataclass, field
@@ -113,6 +114,39 @@ class Mark:
 _NOT_SCALAR = frozenset({*LISTS, "cost", "roles", "workflow"})
 
 
+def tool_item(p: dict[str, Any]) -> dict[str, Any]:
+    """A tools_invoked entry from a tool.invoke payload."""
+    return {"id": p.get("id"), "name": p.get("name"), "args": p.get("args")}
+
+
+def hook_item(p: dict[str, Any]) -> dict[str, Any]:
+    """A hook_decisions entry from a hook.fired payload."""
+    return {"hook": p.get("hook"), "handler": p.get("handler"), "decision": p.get("decision"),
+            "reason": p.get("reason")}
+
+
+def violation_item(p: dict[str, Any]) -> dict[str, Any]:
+    """A schema_violations entry from a schema.violation payload (its first violation)."""
+    first = (p.get("violations") or [{}])[0]
+    return {"schema_id": p.get("schema_id"), "where": p.get("where"), "path": first.get("path"),
+            "message": first.get("message")}
+
+
+def error_item(p: dict[str, Any]) -> dict[str, Any]:
+    """An errors entry from a domain.error payload."""
+    return {"code": p.get("code"), "layer": p.get("layer"), "message": p.get("message")}
+
+
+FOLDED_TYPES = frozenset({
+    "llm.response", "tool.invoke", "agent.transition", "worker.report", "hook.fired", "schema.violation",
+    "domain.error", "skill.invoke", "human.escalation", "event.amended", "session.close"})
+"""The event types (with workflow.*) the fold reads beyond counting them."""
+_COUNTED_ONLY = frozenset({b"llm.request", b"tool.result", b"session.start", b"lead.directive",
+                           b"plan.created", b"review.result", b"skill.complete", b"llm.error"})
+# Types the fold only counts, as bytes: fold_path(parse_all=False) counts their lines unparsed.
+# A closed list, not "not in FOLDED_TYPES": a type added to the fold later is parsed by default.
+
+
 class _Fold:
     def __init__(self) -> None:
         self.d: dict[str, Any] = asdict(Snapshot())
@@ -157,7 +191,7 @@ class _Fold:
             d["cost"]["cost_usd"] = round(d["cost"]["cost_usd"] + float(usage.get("cost_usd", 0)), 8)
             d["llm_calls"] += 1
         elif t == "tool.invoke":
-            d["tools_invoked"].append({"id": p.get("id"), "name": p.get("name"), "args": p.get("args")})
+            d["tools_invoked"].append(tool_item(p))
         elif t == "agent.transition":
             d["state"] = p.get("to")
             d["roles"][actor] = p.get("to")
@@ -167,15 +201,11 @@ class _Fold:
             d["output"] = p.get("output")
             self.reports[eid] = None
         elif t == "hook.fired":
-            d["hook_decisions"].append({"hook": p.get("hook"), "handler": p.get("handler"),
-                                        "decision": p.get("decision"), "reason": p.get("reason")})
+            d["hook_decisions"].append(hook_item(p))
         elif t == "schema.violation":
-            first = (p.get("violations") or [{}])[0]
-            d["schema_violations"].append({"schema_id": p.get("schema_id"), "where": p.get("where"),
-                                           "path": first.get("path"), "message": first.get("message")})
+            d["schema_violations"].append(violation_item(p))
         elif t == "domain.error":
-            d["errors"].append({"code": p.get("code"), "layer": p.get("layer"),
-                                "message": p.get("message")})
+            d["errors"].append(error_item(p))
         elif t == "skill.invoke":
             d["skill"] = p.get("skill")
         elif t == "human.escalation":
@@ -253,23 +283,51 @@ def replay_path(path: Path, at: int | None = None,
     """`replay` straight from a JSONL log: the same fold over the parsed lines, without
     building Event objects (the hot path of `agentos replay` on long logs). A torn final
     line is set aside and reported as read_log does (events.log_lines)."""
+    fold = _Fold()
+    fold_path(path, fold, at, on_torn)
+    return fold.snapshot()
+
+
+def fold_path(path: Path, fold: _Fold, at: int | None = None,
+              on_torn: Callable[[TornTail], None] | None = None, *, parse_all: bool = True) -> None:
+    """Fold the first `at` events (all when None) of the log at `path` into `fold`. Each line
+    is parsed and checked for the event fields the fold reads; an event of a type the fold
+    does not read (not in FOLDED_TYPES nor workflow.*) is only counted. Without `parse_all`,
+    such a line is counted from its bytes when it is canonical (its type is its last field)
+    and not parsed at all; the first and the last event are always parsed."""
     import orjson  # here, not at the top: `import agentos_kernel` imports this module
 
     from .events import LogError, TornTail, report_torn
-    fold = _Fold()
+    step, d, folded, limit = fold.fold, fold.d, FOLDED_TYPES, sys.maxsize if at is None else at
+    skipped: tuple[int, bytes] | None = None  # the last line counted from its bytes
+    by_bytes, only = not parse_all, _COUNTED_ONLY
     with Path(path).open("rb") as f:  # log_lines' loop, inlined: this is the hot path
         n = 0
         for lineno, line in enumerate(f, 1):
-            if not line.strip():
+            if line[0] != 0x7B and not line.strip():  # canonical lines start with "{"
                 continue
-            if at is not None and n >= at:
+            if n >= limit:
                 break
+            if by_bytes and n and line[-3:] == b'"}\n':
+                t_at = line.rfind(b',"type":"')
+                if t_at > 0 and line[t_at + 9:-3] in only:
+                    d["events"] += 1
+                    skipped = lineno, line
+                    n += 1
+                    continue
+            skipped = None
             try:
-                d = orjson.loads(line)
-                t = d["type"]
+                e = orjson.loads(line)
+                t = e["type"]
                 if type(t) is not str:
                     raise LogError(f"{path}:{lineno}: type: must be a string")
-                fold.fold(d["id"], d["session_id"], t, d["actor"], d["payload"])
+                eid, sid, actor, payload = e["id"], e["session_id"], e["actor"], e["payload"]
+                if t in folded or t.startswith("workflow."):
+                    step(eid, sid, t, actor, payload)
+                else:  # what fold() does for every event, inlined for the ones it only counts
+                    d["events"] += 1
+                    d["last_event_id"] = eid
+                    d["session_id"] = d["session_id"] or sid
             except LogError:
                 raise
             except orjson.JSONDecodeError as exc:
@@ -281,13 +339,18 @@ def replay_path(path: Path, at: int | None = None,
                 raise LogError(f"{path}:{lineno}: {exc.args[0] if exc.args else '-'}: "
                                "required event field is missing") from None
             except TypeError as exc:
-                if not isinstance(d, dict):
+                if not isinstance(e, dict):
                     raise LogError(f"{path}:{lineno}: -: an event must be a JSON object") from None
-                raise LogError(f"{path}:{lineno}: {_wrong_types(d.get('type'), exc)}") from None
+                raise LogError(f"{path}:{lineno}: {_wrong_types(e.get('type'), exc)}") from None
             except _WRONG_TYPES as exc:
-                raise LogError(f"{path}:{lineno}: {_wrong_types(d.get('type'), exc)}") from None
+                raise LogError(f"{path}:{lineno}: {_wrong_types(e.get('type'), exc)}") from None
             n += 1
-    return fold.snapshot()
+    if skipped is not None:  # the last event was only counted: its id is the snapshot's
+        lineno, line = skipped
+        try:
+            d["last_event_id"] = orjson.loads(line)["id"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise LogError(f"{path}:{lineno}: id: the last event is not a JSON object with an id") from None
 
 
 def replay_steps(events: Iterable[Event]) -> Iterable[tuple[Event, Snapshot]]:

@@ -1,6 +1,6 @@
 """Class-scale benchmarks for issue 12 (run by hand, never in the test suite).
 
-    python bench/bench_scale.py [--quick] [--only widgets,agent,import,sessions,l8]
+    python bench/bench_scale.py [--quick] [--only widgets,agent,import,sessions,l8,figures,replay]
 
 Prints Markdown rows for bench/RESULTS.md, each with the goal beside it. Every figure is a
 median of interleaved runs in one process (the machine's 2 cores are shared), except the
@@ -15,6 +15,11 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
 - import: `import agentos_kernel`, and `%load_ext agentos_kernel` against `import IPython`.
 - l8: the code-review cycle with 3, 24 and 96 reviewer personas
   (`agentos_kernel.testing.add_reviewers`), one run each after a warm-up cycle.
+- figures: timeline_figure / cost_figure on a session of N events, whole (binned past
+  2000 events) and a 300-event window in the middle: time and SVG size.
+- replay: `replay_path` (snapshot_v1) and `summarize_path` (snapshot_v2, bounded) on a log
+  of N events: peak traced memory (tracemalloc, a separate pass), and throughput against an
+  orjson fold of the same lines (parse each line, read its payload), interleaved.
 - sessions: a new session (counter found afresh, as a new Runtime does) in workspaces of
   0, 1k and 10k sessions.
 """
@@ -83,6 +88,58 @@ def bench_widgets(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
             rows.append(f"| {cls.__name__} | {n:,} | {build:.2f} s | {peak:.0f} MB | "
                         f"{statistics.median(jumps):.1f} / {max(jumps):.1f} ms | "
                         f"{statistics.median(nexts):.1f} ms | < 2 s, < 200 MB, step < 20 ms |")
+    return rows
+
+
+def bench_figures(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
+    from agentos_kernel.jupyter.figures import cost_figure, timeline_figure
+
+    ws = init_workspace(tmp / "ws-figures")
+    rows = []
+    for n in sizes:
+        sid = f"long{n}"
+        write_long_session(ws / "sessions", sid, n)
+        for make in (timeline_figure, cost_figure):
+            for window in (None, (n // 2, n // 2 + 299)):
+                make(sid, workspace=ws, window=window)  # warm: fonts, matplotlib caches
+                t = statistics.median(timed(lambda m=make, w=window, s=sid: m(s, workspace=ws, window=w))
+                                      for _ in range(repeat))
+                svg = make(sid, workspace=ws, window=window).svg
+                shown = "whole" if window is None else f"{window[0]:,}-{window[1]:,}"
+                rows.append(f"| {make.__name__} | {n:,} | {shown} | {t:.2f} s | {len(svg) / 1e3:.0f} kB | "
+                            f"< 1 s, size bounded |")
+    return rows
+
+
+def bench_replay(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
+    import orjson
+
+    from agentos_kernel.replay import replay_path
+    from agentos_kernel.replay_summary import summarize_path
+
+    rows = []
+    for n in sizes:
+        path = write_long_session(tmp / "replay", f"long{n}", n)
+
+        def fold(path: Path = path) -> None:
+            k = 0
+            with path.open("rb") as f:
+                for line in f:
+                    k += len(orjson.loads(line)["payload"])
+
+        arms: dict[str, Callable[[], object]] = {
+            "orjson fold": fold, "replay_path (v1)": lambda p=path: replay_path(p),
+            "summarize_path (v2)": lambda p=path: summarize_path(p)}
+        times: dict[str, list[float]] = {k: [] for k in arms}
+        for _ in range(repeat):
+            for name, fn in arms.items():
+                times[name].append(timed(fn))
+        floor = statistics.median(times["orjson fold"])
+        for name in ("replay_path (v1)", "summarize_path (v2)"):
+            t = statistics.median(times[name])
+            rows.append(f"| {name} | {n:,} | {peak_mb(arms[name]):.2f} MB | {n / t / 1e3:.0f}k events/s | "
+                        f"{floor / t:.2f}x | flat memory, >= 0.75x |")
+        path.unlink()
     return rows
 
 
@@ -200,6 +257,9 @@ SECTIONS: dict[str, Callable[[Path, argparse.Namespace], list[str]]] = {
     "agent": lambda tmp, a: bench_agent(tmp, 20 if a.quick else 100),
     "import": lambda tmp, a: bench_import(5 if a.quick else 15),
     "l8": lambda tmp, a: bench_l8(tmp, (3, 24) if a.quick else (3, 24, 96), 1 if a.quick else 3),
+    "figures": lambda tmp, a: bench_figures(tmp, [10_000] if a.quick else [10_000, 100_000], 3),
+    "replay": lambda tmp, a: bench_replay(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
+                                          5 if a.quick else 3),
     "sessions": lambda tmp, a: bench_sessions(tmp, 20 if a.quick else 100,
                                               (0, 1000) if a.quick else (0, 1000, 10_000)),
 }
@@ -210,6 +270,9 @@ HEADERS = {
     "import": "| cold start (fresh interpreter) | median | vs `import IPython` (goal: %load_ext <= 1.3x) |"
               "\n|---|---|---|",
     "l8": "| code-review cycle | median | vs 3 personas | goal |\n|---|---|---|---|",
+    "figures": "| figure | events | range | time (median) | SVG | goal |\n|---|---|---|---|---|---|",
+    "replay": "| replay | events | peak traced | throughput | vs an orjson fold | goal |\n"
+              "|---|---|---|---|---|---|",
     "sessions": "| new session in a workspace of | median | vs empty (goal: 1.0x) |\n|---|---|---|",
 }
 

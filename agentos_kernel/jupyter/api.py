@@ -10,25 +10,27 @@ from __future__ import annotations
 import contextlib
 import re
 import tempfile
+import warnings
 from pathlib import Path
 
 from .. import frontmatter
 from ..builtin_tools import BUILTIN_TOOLS
 from ..errors import DomainError, Err, Problem
-from ..events import LOG_NAME
+from ..events import LOG_NAME, TornTailWarning
 from ..integrity import VerifyReport, verify_log
 from ..kernel import Runtime
 from ..livetrace import LiveTrace
 from ..profile import load_config
 from ..providers.faults import load_fault_plan
 from ..replay import replay
+from ..replay_summary import summarize, summarize_path
 from ..rerun import rerun
 from ..runtime_cache import cached_runtime
 from ..schemas import SchemaRegistry
 from ..skills import discover
 from ..workspace import find_workspace
 from .display import AgentRun, CycleInfo, RerunView, SkillCheck, SnapshotView, chain_verdict
-from .source import SessionData, load_session
+from .source import SessionData, load_session, session_log
 
 _SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
@@ -113,9 +115,13 @@ def _read_back(rt: Runtime, sid: str, prompt: str, *, ok: bool, output: str | No
         workspace=rt.workspace, cycle=cycle)
 
 
-def replay_session(session: object, at: int | None = None,
-                   workspace: Path | str | None = None) -> SnapshotView:
-    """The snapshot after the first `at` events (all when None), from the log alone."""
+def replay_session(session: object, at: int | None = None, workspace: Path | str | None = None,
+                   summary: bool = False) -> SnapshotView:
+    """The snapshot after the first `at` events (all when None), from the log alone. With
+    `summary`, a snapshot_v2 in bounded memory (counts, tallies, the last items), for logs of
+    any length: the log is streamed from its file, never loaded whole."""
+    if summary:
+        return _summary(session, at, workspace)
     data = load_session(session, workspace)
     chain = _verify(data)
     if chain is not None and chain.problem is not None and chain.problem.kind == "empty-log":
@@ -126,6 +132,23 @@ def replay_session(session: object, at: int | None = None,
                              f"use 0..{total}")
     warning = None if chain is None or chain.ok else chain_verdict(chain)
     return SnapshotView(replay(data.events, at), at, total, warning)
+
+
+def _summary(session: object, at: int | None, workspace: Path | str | None) -> SnapshotView:
+    if not isinstance(session, str):  # an AgentRun: its events are in memory already
+        data = load_session(session, workspace)
+        return SnapshotView(summarize(data.events, at), at, len(data.events))
+    path = session_log(session, workspace)
+    chain = verify_log(path)
+    if chain.problem is not None and chain.problem.kind == "empty-log":
+        raise WorkbenchError(f"{session}: {chain.problem.message}")
+    if at is not None and not 0 <= at <= chain.events:
+        raise WorkbenchError(f"--at {at} is out of range: {session} has {chain.events} events; "
+                             f"use 0..{chain.events}")
+    with warnings.catch_warnings():  # a torn line is the chain verdict's to report
+        warnings.simplefilter("ignore", TornTailWarning)
+        snap = summarize_path(path, at)
+    return SnapshotView(snap, at, chain.events, None if chain.ok else chain_verdict(chain))
 
 
 def _verify(data: SessionData) -> VerifyReport | None:

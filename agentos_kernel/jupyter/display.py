@@ -16,6 +16,7 @@ from ..events import Event
 from ..integrity import VerifyReport
 from ..recorder import layer_of
 from ..replay import Snapshot
+from ..replay_summary import SnapshotSummary
 from ..rerun import RerunReport
 from ..trace import summary
 from ..workspace import Workspace
@@ -195,8 +196,8 @@ class AgentRun:
 class SnapshotView:
     """What `%replay` returns: a Snapshot recomputed from the log alone, and where it stops."""
 
-    snapshot: Snapshot
-    """The recomputed state."""
+    snapshot: Snapshot | SnapshotSummary
+    """The recomputed state (a SnapshotSummary with `%replay --summary`)."""
     at: int | None
     """Events folded (None: all of them)."""
     total: int
@@ -213,7 +214,9 @@ class SnapshotView:
     def _title(self) -> str:
         upto = f"after event {self.at} of {self.total}" if self.at is not None else \
             f"after all {self.total} events"
-        return f"snapshot of {self.snapshot.session_id} {upto} (recomputed from the log alone)"
+        kind = "snapshot" if isinstance(self.snapshot, Snapshot) else \
+            f"summary (snapshot_v2: counts and the last {self.snapshot.recent_limit} items)"
+        return f"{kind} of {self.snapshot.session_id} {upto} (recomputed from the log alone)"
 
     def _rows(self) -> list[tuple[str, str]]:
         rows = []

@@ -10,6 +10,7 @@ a bare Figure is never shown twice by the inline backend and holds no global sta
 from __future__ import annotations
 
 import io
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,13 +18,26 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import pandas as pd
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from ..events import Event
 from ..roles import ROLES
-from .frames import cost_by_role, cumulative_cost, events_frame, timeline_points
+from .frames import cost_by_role, cumulative_cost
 from .layers import LAYER_COLORS, LAYER_NAMES
-from .source import load_session
+from .ranges import (
+    COST_MAX_LABELS,
+    TIMELINE_BINS,
+    TIMELINE_MAX_POINTS,
+    bands,
+    binned,
+    llm_calls,
+    resolve_window,
+    thinned_steps,
+    timeline_range,
+)
+from .source import load_session, open_session
 
 _FAIL = "#cf222e"
 
@@ -72,55 +86,96 @@ def _lane_order(lanes: list[str]) -> list[str]:
     return sorted(lanes, key=rank)
 
 
-def timeline_figure(session: Any, workspace: Path | str | None = None) -> SvgFigure:
+def timeline_figure(session: Any, workspace: Path | str | None = None, *,
+                    window: Sequence[int] | None = None,
+                    max_points: int = TIMELINE_MAX_POINTS, bins: int = TIMELINE_BINS) -> SvgFigure:
     """Every event as a dot at (its seq, its actor's lane), coloured by layer; failures as a red
-    cross; a grey line joins an event to its parent (request -> response, invoke -> result)."""
-    data = load_session(session, workspace)
-    frame = events_frame(data)
-    lanes, points = timeline_points(frame)
-    order = _lane_order(lanes)
-    points = points.assign(lane=[order.index(a) for a in points["actor"]])
+    cross; a grey line joins an event to its parent (request -> response, invoke -> result).
+
+    `window=(first, last)` draws only the events with those seq (both included). When the range
+    holds more than `max_points` events, it is drawn in `bins` equal bins: a band where a lane
+    had events of a layer in consecutive bins, a red cross on a bin where one failed, no parent
+    links; `data` is then the binned table (seq, seq_last, lane, actor, layer, events, failures,
+    y). Either way the figure is one drawing call per layer, at most one line and one scatter of
+    failures, so its size does not grow with N."""
+    data = open_session(session, workspace)
+    n = len(data.events)
+    lo, hi = win = resolve_window(n, window)
+    aggregate = hi - lo + 1 > max_points
+    frame = timeline_range(data.events, win, links=not aggregate)
+    order = _lane_order(list(dict.fromkeys(frame["actor"])))
+    rank = {a: i for i, a in enumerate(order)}
+    points = pd.DataFrame({"seq": frame["seq"], "lane": frame["actor"].map(rank), "actor": frame["actor"],
+                           "layer": frame["layer"], "type": frame["type"], "failed": frame["failed"]})
     fig = Figure(figsize=(9, 1.2 + 0.32 * len(order)))
     ax = fig.add_subplot()
-    lane_of = dict(zip(frame["seq"], points["lane"], strict=True))
-    for seq, parent in zip(frame["seq"], frame["parent"], strict=True):
-        if not _isna(parent) and int(parent) in lane_of:
-            ax.plot([int(parent), seq], [lane_of[int(parent)], lane_of[seq]], color="#bbbbbb", lw=0.8,
-                    zorder=1)
-    for layer in sorted(set(points["layer"])):
-        sel = points[(points["layer"] == layer) & ~points["failed"]]
-        if len(sel):
-            ax.scatter(sel["seq"], sel["lane"], s=36, color=LAYER_COLORS.get(layer, "#333333"),
-                       label=f"{layer} {LAYER_NAMES.get(layer, '')}", zorder=2)
-    bad = points[points["failed"]]
+    if aggregate:
+        shown = binned(points, win, bins)
+        _bands(ax, shown)
+        bad = shown[shown["failures"] > 0]
+        note = f" (binned: {len(points):,} events in {bins} bins; pick a window for parent links)"
+        ax.set_xlim(lo - 0.5, hi + 0.5)
+    else:
+        shown, bad, note = points, points[points["failed"]], ""
+        _parent_links(ax, frame, points)
+        for layer in sorted(set(points["layer"])):
+            sel = points[(points["layer"] == layer) & ~points["failed"]]
+            if len(sel):
+                ax.scatter(sel["seq"], sel["lane"], s=36, color=LAYER_COLORS.get(layer, "#333333"),
+                           label=f"{layer} {LAYER_NAMES.get(layer, '')}", zorder=2)
     if len(bad):
-        ax.scatter(bad["seq"], bad["lane"], s=90, marker="X", color=_FAIL, label="failure", zorder=3)
+        ax.scatter(bad["seq"], bad["y" if aggregate else "lane"], s=90, marker="X", color=_FAIL,
+                   label="failure", zorder=3)
     ax.set_yticks(range(len(order)), order, fontsize=8)
     ax.set_ylim(len(order) - 0.5, -0.5)
-    ax.set_xlabel("event seq (position in the log; no clock)")
-    ax.set_title(f"{data.session_id}: events by actor lane", fontsize=10)
+    if (lo, hi) != (1, n):
+        ax.set_xlim(lo - 0.5, hi + 0.5)
+    ax.set_xlabel("event seq (position in the log; no clock)" + note, fontsize=8 if note else None)
+    rng = "" if (lo, hi) == (1, n) else f" {lo:,}-{hi:,} of {n:,}"
+    title = f"{data.session_id}: events{rng} by actor lane"
+    ax.set_title(title, fontsize=10)
     ax.grid(axis="x", color="#eeeeee")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     fig.subplots_adjust(left=0.2, right=0.72, bottom=0.6 / (1.2 + 0.32 * len(order)) + 0.1)
-    title = f"{data.session_id}: events by actor lane"
-    return SvgFigure(title, render_svg(fig, f"timeline-{data.session_id}"), points)
+    return SvgFigure(title, render_svg(fig, f"timeline-{data.session_id}"), shown)
 
 
-def _isna(value: Any) -> bool:
-    if value is None:
-        return True
-    try:
-        return bool(value != value)  # NaN is not equal to itself
-    except TypeError:
-        return True  # pandas NA: its comparisons are NA, which has no truth value
+def _bands(ax: Any, table: pd.DataFrame) -> None:
+    # One collection of rectangles per layer: runs of busy bins, so the SVG holds a path per
+    # run (one per lane when it is busy all along), not a mark per event or per bin.
+    for layer, runs in bands(table).items():
+        boxes = [[(a - 0.5, y - 0.09), (b + 0.5, y - 0.09), (b + 0.5, y + 0.09), (a - 0.5, y + 0.09)]
+                 for a, b, y in runs]
+        ax.add_collection(PolyCollection(boxes, facecolors=LAYER_COLORS.get(layer, "#333333"),
+                                         edgecolors="none", label=f"{layer} {LAYER_NAMES.get(layer, '')}",
+                                         zorder=2))
 
 
-def cost_figure(session: Any, workspace: Path | str | None = None) -> SvgFigure:
+def _parent_links(ax: Any, frame: pd.DataFrame, points: pd.DataFrame) -> None:
+    # One line for all links (NaN breaks it between them): one SVG path, not one per link.
+    linked = frame["parent"].notna().to_numpy()
+    if not linked.any():
+        return
+    lane_at = dict(zip(points["seq"], points["lane"], strict=True))
+    xs: list[float] = []
+    ys: list[float] = []
+    for seq, parent in zip(frame["seq"][linked], frame["parent"][linked], strict=True):
+        xs += [int(parent), seq, math.nan]
+        ys += [lane_at[int(parent)], lane_at[seq], math.nan]
+    ax.plot(xs, ys, color="#bbbbbb", lw=0.8, zorder=1)
+
+
+def cost_figure(session: Any, workspace: Path | str | None = None, *,
+                window: Sequence[int] | None = None) -> SvgFigure:
     """Left: tokens in and out per role, with each role's cost. Right: cumulative cost after
-    each LLM call, labelled with the role that made it."""
-    data = load_session(session, workspace)
-    frame = events_frame(data)
-    per_role, running = cost_by_role(frame), cumulative_cost(frame)
+    each LLM call, labelled with the role that made it (past COST_MAX_LABELS calls: the line
+    alone, through the last call of each of TIMELINE_BINS ranges). `window=(first, last)`
+    counts only the calls among those events."""
+    data = open_session(session, workspace)
+    n = len(data.events)
+    lo, hi = win = resolve_window(n, window)
+    calls = llm_calls(data.events, win)
+    per_role, running = cost_by_role(calls), cumulative_cost(calls)
     fig = Figure(figsize=(9, 3.2))
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.2]})
     xs = list(range(len(per_role)))
@@ -133,18 +188,22 @@ def cost_figure(session: Any, workspace: Path | str | None = None) -> SvgFigure:
     left.set_ylabel("tokens")
     left.set_title("tokens and cost per role", fontsize=10)
     left.legend(fontsize=7, frameon=False, loc="upper left")
-    if len(running):
+    if len(running) > COST_MAX_LABELS:
+        steps = thinned_steps(running, win, TIMELINE_BINS)
+        right.step(steps["seq"], steps["cumulative_usd"], where="post", color="#009E73")
+    elif len(running):
         right.step(running["seq"], running["cumulative_usd"], where="post", color="#009E73")
         right.scatter(running["seq"], running["cumulative_usd"], s=20, color="#009E73", zorder=3)
         for seq, usd, role in zip(running["seq"], running["cumulative_usd"], running["role"], strict=True):
             right.annotate(role, (seq, usd), textcoords="offset points", xytext=(3, -10), fontsize=7)
-    right.set_xlim(0, int(frame["seq"].max()) + 4)
+    right.set_xlim(lo - 1, hi + 4)
     right.set_ylim(bottom=0)
     right.set_xlabel("event seq (position in the log; no clock)")
     right.set_ylabel("cumulative cost (USD)")
-    right.set_title(f"{data.session_id}: cumulative cost", fontsize=10)
+    rng = "" if (lo, hi) == (1, n) else f", events {lo:,}-{hi:,}"
+    right.set_title(f"{data.session_id}: cumulative cost{rng}", fontsize=10)
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, wspace=0.3)
-    title = f"{data.session_id}: tokens and cost per role, and cumulative"
+    title = f"{data.session_id}: tokens and cost per role, and cumulative{rng}"
     return SvgFigure(title, render_svg(fig, f"cost-{data.session_id}"),
                      {"per_role": per_role, "cumulative": running})
 

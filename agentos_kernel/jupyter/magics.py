@@ -98,6 +98,9 @@ REPLAY = _Parser("replay", "%replay s0001 --at 10",
 REPLAY.add_argument("session_id", nargs="?", help="the session, e.g. s0001")
 REPLAY.add_argument("--at", metavar="N", type=int, help="the state after the first N events")
 REPLAY.add_argument("--workspace", metavar="DIR", help="workspace holding the session")
+REPLAY.add_argument("--summary", action="store_true",
+                    help="bounded memory for long logs: counts, tallies and the last 20 tool calls, hook "
+                         "decisions, violations and errors (snapshot_v2)")
 REPLAY.add_argument("--verify", action="store_true",
                     help="re-run the session with its recorded answers and tool results played back "
                          "and report the first event where the new log differs")
@@ -178,7 +181,7 @@ class AgentMagics(Magics):
     @line_magic
     @_errors_as_usage("replay")
     def replay(self, line: str) -> Any:
-        """Recompute a snapshot from the log: %replay SESSION_ID [--at N] [--verify]."""
+        """Recompute a snapshot from the log: %replay SESSION_ID [--at N] [--summary] [--verify]."""
         args = REPLAY.parse_line(line)
         if args is None:
             return None
@@ -189,8 +192,11 @@ class AgentMagics(Magics):
         if args.verify:
             if args.at is not None:
                 REPLAY.error("--verify re-runs the whole session; drop --at")
+            if args.summary:
+                REPLAY.error("--verify re-runs the session and compares the logs; drop --summary")
             return api.verify_session(_need_session(REPLAY, args, self.last_session), args.workspace)
-        return api.replay_session(_need_session(REPLAY, args, self.last_session), args.at, args.workspace)
+        return api.replay_session(_need_session(REPLAY, args, self.last_session), args.at, args.workspace,
+                                  summary=args.summary)
 
     @line_magic
     @_errors_as_usage("events")

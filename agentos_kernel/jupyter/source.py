@@ -50,13 +50,8 @@ def open_session(session: Any, workspace: Path | str | None = None) -> SessionDa
     return _resolve(session, workspace, lazy=True)
 
 
-def _resolve(session: Any, workspace: Path | str | None, lazy: bool) -> SessionData:
-    if isinstance(session, SessionData):
-        return session
-    if all(hasattr(session, a) for a in ("session_id", "events", "workspace")):
-        return SessionData(session.session_id, tuple(session.events), session.workspace)
-    if not isinstance(session, str):
-        raise TypeError(f"expected a session id or the result of %agent, not {type(session).__name__}")
+def session_log(session: str, workspace: Path | str | None = None) -> Path:
+    """The log file of session id `session` (UnknownSession when it has none), unread."""
     problem = check_session_id(session)
     if problem:
         raise UnknownSession(problem)
@@ -66,5 +61,17 @@ def _resolve(session: Any, workspace: Path | str | None, lazy: bool) -> SessionD
         ids = known_sessions(ws)
         shown = ", ".join(ids[-8:]) if ids else "none yet; run %agent first"
         raise UnknownSession(f"no session {session!r} in this workspace (sessions: {shown})")
-    events = LogEvents(store.path(session)) if lazy else tuple(store.read(session))
+    return store.path(session)
+
+
+def _resolve(session: Any, workspace: Path | str | None, lazy: bool) -> SessionData:
+    if isinstance(session, SessionData):
+        return session
+    if all(hasattr(session, a) for a in ("session_id", "events", "workspace")):
+        return SessionData(session.session_id, tuple(session.events), session.workspace)
+    if not isinstance(session, str):
+        raise TypeError(f"expected a session id or the result of %agent, not {type(session).__name__}")
+    path = session_log(session, workspace)
+    ws = find_workspace(Path(workspace) if workspace is not None else None)
+    events = LogEvents(path) if lazy else tuple(JsonlEventStore(ws.sessions).read(session))
     return SessionData(session, events, ws)

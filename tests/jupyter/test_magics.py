@@ -254,3 +254,26 @@ def test_bad_cycle_arguments(ip, ws: Path, line: str, start: str) -> None:
         ip.run_line_magic("agent", line)
     assert str(caught.value).startswith(start) and "\n" not in str(caught.value)
     assert not (ws / "sessions").exists()
+
+
+def test_replay_summary_is_bounded_and_agrees_with_the_snapshot(ip, ws: Path) -> None:
+    from agentos_kernel.replay_summary import SnapshotSummary
+    from agentos_kernel.testing import write_long_session
+
+    run = ip.run_line_magic("agent", CANONICAL)
+    full, summ = ip.run_line_magic("replay", "s0001"), ip.run_line_magic("replay", "s0001 --summary --at 20")
+    assert isinstance(summ.snapshot, SnapshotSummary) and (summ.at, summ.total) == (20, 32)
+    assert summ.snapshot == ip.run_line_magic("replay", "s0001 --at 20 --summary").snapshot
+    assert repr(summ).splitlines()[0] == ("summary (snapshot_v2: counts and the last 20 items) of s0001 "
+                                          "after event 20 of 32 (recomputed from the log alone)")
+    whole = ip.run_line_magic("replay", "s0001 --summary").snapshot
+    assert whole.counts["hook_decisions"] == len(full.hook_decisions) == 7 and whole.cost == full.cost
+    from agentos_kernel.jupyter.api import replay_session
+    assert replay_session(run, summary=True).snapshot == whole  # the AgentRun's events, same summary
+    write_long_session(ws / "sessions", "long", 3000)
+    long = ip.run_line_magic("replay", "long --summary")
+    assert long.total == 3000 and len(long.recent["hook_decisions"]) == 20
+    with pytest.raises(UsageError, match="drop --summary"):
+        ip.run_line_magic("replay", "s0001 --verify --summary")
+    with pytest.raises(UsageError, match="out of range"):
+        ip.run_line_magic("replay", "s0001 --summary --at 33")
