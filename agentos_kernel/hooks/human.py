@@ -78,8 +78,8 @@ class HumanHook:
             if not question._answered.wait(self.timeout_s):
                 question.give(HookDecision(
                     "deny", f"no human answer within {self.timeout_s:g}s (fail-closed)"))
-            assert question.answer is not None
-            return question.answer
+            # give() sets the answer before the event, so it is there once either has happened
+            return question.answer or HookDecision("deny", "no human answer (fail-closed)")
         finally:
             with self._lock:
                 if self.pending is question:
