@@ -19,6 +19,28 @@ CONFIG_NAME = "agentos.yaml"
 
 
 @dataclass(frozen=True)
+class EventStoreConfig:
+    """A profile's `event_store`: where its sessions' events live."""
+
+    kind: str = "jsonl"
+    """jsonl (sessions/<id>/.events.jsonl) or postgres."""
+    dsn_env: str | None = None
+    """With postgres: the environment variable holding the connection string."""
+    pool_max: int = 4
+    """With postgres: most connections one process opens."""
+
+
+@dataclass(frozen=True)
+class TelemetryConfig:
+    """A profile's `telemetry`: live OpenTelemetry export of its sessions."""
+
+    otlp_endpoint: str
+    """OTLP/HTTP traces endpoint."""
+    service_name: str = "agentos-kernel"
+    """service.name of the exported resource."""
+
+
+@dataclass(frozen=True)
 class RuntimeProfile:
     """Which provider and model run the roles, and the loop's bounds."""
 
@@ -66,6 +88,10 @@ class RuntimeProfile:
     """When session logs are fsynced: never | close | every_n | always (docs/reliability.md)."""
     fsync_every: int | None = None
     """With `fsync: every_n`: fsync after this many events."""
+    event_store: EventStoreConfig = EventStoreConfig()
+    """Where sessions are stored (jsonl by default, or postgres)."""
+    telemetry: TelemetryConfig | None = None
+    """Live OpenTelemetry export, if set."""
 
     @property
     def durability(self) -> Durability:
@@ -147,11 +173,8 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
     if found:
         raise ContractError([Problem(shown, field_of(v.path, v.message), v.message)
                              for v in found])
-    profiles = {
-        name: RuntimeProfile(name=name, **{k.replace("-", "_"): tuple(v) if k == "redact_patterns"
-                                           else v for k, v in body.items()})
-        for name, body in doc["profiles"].items()
-    }
+    profiles = {name: RuntimeProfile(name=name, **{k: _field(k, v) for k, v in body.items()})
+                for name, body in doc["profiles"].items()}
     problems = [Problem(shown, f"profiles.{p.name}.redact_patterns[{i}]",
                         f"not a valid regular expression ({why}); fix or remove it")
                 for p in profiles.values() for i, why in _bad_patterns(p.redact_patterns)]
@@ -176,6 +199,17 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
         raise ContractError(problems)
     return WorkspaceConfig(shown, doc["default_profile"], profiles, tuple(doc.get("hooks") or ()),
                            tuple(doc.get("skill_roots") or ("skills",)), servers)
+
+
+def _field(key: str, value: Any) -> Any:
+    """A checked profile value as RuntimeProfile holds it."""
+    if key == "redact_patterns":
+        return tuple(value)
+    if key == "event_store":
+        return EventStoreConfig(**value)
+    if key == "telemetry":
+        return TelemetryConfig(**value)
+    return value
 
 
 def _bad_patterns(patterns: tuple[str, ...]) -> list[tuple[int, str]]:
