@@ -11,7 +11,7 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "AgentRun": "display", "EventView": "display", "SkillCheck": "display", "SnapshotView": "display",
+    "AgentRun": "display", "EventView": "display", "SkillCheck": "verdicts", "SnapshotView": "display",
     "run_agent": "api", "fork_agent": "api", "replay_session": "api", "register_skill": "api",
     "WorkbenchError": "api",
     "UnknownSession": "source", "load_session": "source",

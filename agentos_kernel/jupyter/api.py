@@ -29,8 +29,9 @@ from ..runtime_cache import cached_runtime
 from ..schemas import SchemaRegistry
 from ..skills import discover
 from ..workspace import find_workspace
-from .display import AgentRun, CycleInfo, RerunView, SkillCheck, SnapshotView, chain_verdict
+from .display import AgentRun, CycleInfo, SnapshotView
 from .source import SessionData, load_session, session_log
+from .verdicts import RerunView, SkillCheck, chain_verdict
 
 _SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 

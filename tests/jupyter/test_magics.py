@@ -10,7 +10,8 @@ from IPython.core.error import UsageError
 
 from agentos_kernel import replay
 from agentos_kernel.events import read_log
-from agentos_kernel.jupyter.display import AgentRun, SkillCheck, SnapshotView
+from agentos_kernel.jupyter.display import AgentRun, SnapshotView
+from agentos_kernel.jupyter.verdicts import SkillCheck
 
 CANONICAL = '"hello, greet Ada"'
 
