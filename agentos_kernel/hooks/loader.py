@@ -12,8 +12,10 @@ from typing import Any
 from .bus import HookDecision, HookHandler
 from .command_hooks import command_handler
 
-COMMAND_GRACE_S = 0.05
-"""How long past a command hook's timeout_s the bus waits for the hook to kill itself."""
+COMMAND_GRACE_S = 0.25
+"""How long past a command hook's timeout_s the bus waits for the hook to kill itself (its
+group killed and reaped: tens of ms on a busy machine; at 0.05 s the backstop sometimes won
+the race and the deny named the bus's timeout instead of the command's)."""
 
 
 def resolve_callable(dotted: str) -> Callable[[Any], Any]:
