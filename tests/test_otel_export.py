@@ -182,3 +182,11 @@ def test_a_telemetry_profile_without_the_extra_is_refused_naming_the_field(
     (problem,) = err.value.problems
     assert problem.field == "profiles.traced.telemetry" and "agentos-kernel[otel]" in problem.message
 
+
+
+def test_a_failure_inside_the_live_exporter_is_reported_never_raised_into_the_run() -> None:
+    from agentos_kernel import Event
+
+    live = LiveExport(TelemetryConfig("http://127.0.0.1:1/v1/traces"), exporter=InMemorySpanExporter())
+    live(Event("x-e1", "x", "not a time", "session.start", "user", {}, seq=1))  # must not raise
+    assert len(live.failures) == 1 and "session x: event x-e1: ValueError" in live.failures[0]
