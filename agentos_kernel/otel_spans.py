@@ -321,12 +321,13 @@ class SpanBuilder:
             s.attrs["agentos.hook.ms"] = float(p["ms"])
         if isinstance(p.get("reason"), str):
             s.attrs["agentos.hook.reason"] = str(self.redact(p["reason"]))
+        why = f"{hook} {p.get('handler')}: {p.get('reason', '')}"
+        if isinstance(p.get("cause"), str):  # the handler timed out, raised or answered nonsense
+            code = f"HOOK_{p['cause'].upper()}"
+            s.fail(code, str(self.redact(f"{code}: {why}")))
         # A Stop hook's deny is how a run ends normally ("stop looping"), not a refusal.
         if decision == "deny" and hook != "Stop":
-            s.fail("HOOK_DENIED", str(self.redact(f"HOOK_DENIED: {hook} {p.get('handler')}: "
-                                                  f"{p.get('reason', '')}")))
-        if isinstance(p.get("cause"), str):
-            s.fail(f"HOOK_{p['cause'].upper()}", f"HOOK_{p['cause'].upper()}: {hook} {p.get('handler')}")
+            s.fail("HOOK_DENIED", str(self.redact(f"HOOK_DENIED: {why}")))
         return self._end(s, now, None)
 
     def _close_session(self, ev: Event, p: dict[str, Any], now: int) -> list[SpanRecord]:

@@ -22,6 +22,7 @@ from agentos_kernel import Err, Runtime
 from agentos_kernel.events import read_log
 from agentos_kernel.otel import OtelUnavailable, otlp_json, readable_spans, require_sdk, session_records
 from agentos_kernel.otel_spans import spans_of, ts_ns
+from agentos_kernel.providers.faults import PRESETS, load_fault_plan
 from agentos_kernel.recorder import failure_code
 
 from .fault_kit import add_profile
@@ -177,6 +178,30 @@ def test_fail_closed_paths_are_error_spans_with_their_code(run_request: RunReque
     assert root.attributes["error.type"] == run.code
     first_failure = next(c for e in run.events if (c := failure_code(e)) is not None)
     assert root.attributes["agentos.root_cause"] == first_failure
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_fault_path_and_cycle_maps_one_to_one(workspace: Path, preset: str) -> None:
+    """Under every fault preset, a request and an L8 cycle: each event in exactly one span,
+    every parent span exported, one root."""
+    rt = Runtime.from_workspace(workspace, faults=load_fault_plan(preset))
+    cycle = rt.run_cycle("code-review", "review the change in auth.py")
+    for sid in (_run_id(rt, CANONICAL), cycle.value.session_id):
+        spans = exported(rt, sid)
+        assert sorted(holders(spans)) == sorted(e.id for e in rt.events(sid))
+        ids = {s.context.span_id for s in spans}
+        assert all(s.parent.span_id in ids for s in spans if s.parent is not None)
+        assert len([s for s in spans if s.parent is None]) == 1
+
+
+@pytest.mark.parametrize(("preset", "code"), [("hook_timeout", "HOOK_TIMEOUT"),
+                                              ("hook_error", "HOOK_EXCEPTION")])
+def test_a_hook_that_fails_is_an_error_span_naming_how(run_request: RunRequest, preset: str,
+                                                       code: str) -> None:
+    run = run_request(faults=preset)
+    hook = next(s for s in exported(run.rt, run.session_id) if s.name == "hook PreToolUse"
+                and s.status.status_code is StatusCode.ERROR)
+    assert hook.attributes["error.type"] == code and hook.status.description.startswith(code)
 
 
 def test_an_ok_run_has_no_error_span_and_the_stop_hook_is_not_a_refusal(
