@@ -49,7 +49,7 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
     if endpoint is None:
         text = json.dumps(otlp_json(spans), indent=2, ensure_ascii=False)
         if args.out:
-            Path(args.out).write_text(text + "\n", encoding="utf-8")
+            _write(Path(args.out), text + "\n")
             print(f"session {sid}: {len(spans)} spans (trace {trace}) written as OTLP JSON to {args.out}")
         else:
             print(text)
@@ -61,6 +61,15 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
         return EXIT_NOT_OK
     print(f"session {sid}: {len(spans)} spans exported to {endpoint} (trace {trace})")
     return EXIT_OK
+
+
+def _write(path: Path, text: str) -> None:
+    if path.exists() and not path.is_file():  # a directory, or a FIFO that would block the write
+        raise UsageError(f"--out {str(path)!r} is not a regular file; name a file to write")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--out {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -86,6 +86,9 @@ def test_the_profiles_endpoint_and_service_name_are_used(canonical_run: Run, wor
     (["s0099"], "s0099"),
     (["../x"], "invalid session id"),
     (["s0001", "--endpoint", "grpc://collector:4317"], "not an http(s) URL"),
+    (["s0001", "--out", "."], "not a regular file"),
+    (["s0001", "--out", "missing/dir/spans.json"], "missing/dir/spans.json"),
+    (["s0001", "--out", "a\0b"], "--out"),
 ])
 def test_bad_input_exits_2_naming_it(canonical_run: Run, workspace: Path, cli: Any,
                                      argv: list[str], message: str) -> None:
