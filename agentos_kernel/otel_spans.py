@@ -11,111 +11,31 @@ tool). Every other event is a span event of the innermost span open when it was 
 each event is in exactly one span, as its start, its end or one of its events, and carries
 its id and seq there (`agentos.event.id`, `agentos.end_event.id`, ...).
 
-Ids are derived, never random: the trace id from the session id and its first event, a span
-id from the trace id and the id of the event that starts the span. Exporting the same log
-twice gives the same spans, so a collector sees a re-export as the same trace.
+The values and the derived ids are in otel_records.py.
 """
 
 from __future__ import annotations
 
-import calendar
-import hashlib
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from .events import Event, canonical
+from .events import Event
+from .otel_records import (
+    PROVIDER_NAMES,
+    TURN_STATES,
+    AttrValue,
+    OpenSpan,
+    SpanEvent,
+    SpanRecord,
+    derived_id,
+    json_text,
+    trace_id_of,
+    ts_ns,
+)
 from .recorder import failure_code, layer_of
 
-AttrValue = str | bool | int | float | tuple[str, ...]
-TURN_STATES = frozenset({"LEAD", "ADVISE", "PLAN", "WORK", "REVIEW", "REWORK"})
-MAX_TEXT = 4096
-"""Longest string attribute (a payload as JSON, tool arguments); longer ones are cut, marked."""
-# The registry key of each adapter -> gen_ai.provider.name (well-known values where one fits).
-PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "openai_compat": "openai",
-                  "gemini": "gcp.gemini", "scripted": "agentos.scripted", "cassette": "agentos.cassette"}
 _CODE = re.compile(r"^([A-Z][A-Z0-9_]+):")
-
-
-@dataclass(frozen=True)
-class SpanEvent:
-    """One event of the log recorded inside a span (OpenTelemetry's span event)."""
-
-    name: str
-    """The event's type, e.g. `plan.created`."""
-    ts_ns: int
-    """The event's `ts` in nanoseconds since the epoch."""
-    attributes: dict[str, AttrValue]
-    """agentos.event.id, .seq, .actor, .layer, the parent id, the payload as JSON."""
-
-
-@dataclass(frozen=True)
-class SpanRecord:
-    """One finished span, ready for an exporter (otel.py makes it a ReadableSpan)."""
-
-    name: str
-    """`session s0001`, `invoke_agent planner`, `chat scripted-1`, `execute_tool echo`, `hook PreToolUse`."""
-    kind: str
-    """session, agent, workflow, llm, tool or hook."""
-    trace_id: int
-    """128-bit trace id, derived from the session."""
-    span_id: int
-    """64-bit span id, derived from the trace and the event that starts the span."""
-    parent_span_id: int | None
-    """The enclosing span (None for the session's root span)."""
-    start_ns: int
-    """`ts` of the event that starts the span."""
-    end_ns: int
-    """`ts` of the event that ends it (never before start_ns)."""
-    attributes: dict[str, AttrValue]
-    """agentos.* ids of its events, GenAI semantic conventions (gen_ai.*), error.type."""
-    events: tuple[SpanEvent, ...] = ()
-    """The log's events recorded inside this span, in log order."""
-    error: str | None = None
-    """Status ERROR with this description (fail-closed code first), else None (status unset)."""
-
-
-def ts_ns(ts: str) -> int:
-    """An event's ISO-8601 `ts` in integer nanoseconds (exact to the microsecond)."""
-    dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    return calendar.timegm(dt.utctimetuple()) * 10**9 + dt.microsecond * 1000
-
-
-def _id(bits: int, *parts: str) -> int:
-    digest = hashlib.sha256("\0".join(parts).encode()).digest()
-    return int.from_bytes(digest[: bits // 8], "big") or 1  # 0 is the invalid id
-
-
-def trace_id_of(first: Event) -> int:
-    """The trace id of a session: its id and its first event (its chain when it has one)."""
-    body = first.chain or hashlib.sha256(canonical(first.to_dict())).hexdigest()
-    return _id(128, "agentos-trace", first.session_id, first.id, body)
-
-
-def _text(value: Any) -> str:
-    s = value if isinstance(value, str) else canonical(value).decode()
-    return s if len(s) <= MAX_TEXT else s[:MAX_TEXT] + f"...[{len(s) - MAX_TEXT} more chars]"
-
-
-@dataclass
-class _Open:
-    """A span still open while its session's events arrive."""
-
-    name: str
-    kind: str
-    span_id: int
-    parent: int | None
-    start_ns: int
-    attrs: dict[str, AttrValue]
-    events: list[SpanEvent] = field(default_factory=list)
-    error: str | None = None
-
-    def fail(self, code: str, description: str) -> None:
-        if self.error is None:  # the first failure is the root cause; later ones report it
-            self.error = description
-            self.attrs["error.type"] = code
 
 
 class SpanBuilder:
@@ -130,10 +50,10 @@ class SpanBuilder:
         self.trace_id = 0
         self.session_id = ""
         self.provider, self.model = "", ""
-        self.root: _Open | None = None
-        self.workflow: _Open | None = None
-        self.turn: _Open | None = None
-        self.calls: dict[str, _Open] = {}  # open llm and tool spans by their start event's id
+        self.root: OpenSpan | None = None
+        self.workflow: OpenSpan | None = None
+        self.turn: OpenSpan | None = None
+        self.calls: dict[str, OpenSpan] = {}  # open llm and tool spans by their start event's id
         self.span_of: dict[str, int] = {}  # start event id -> span id, for parent_id links
         self.last_ns = 0
         self.root_cause: str | None = None
@@ -181,7 +101,7 @@ class SpanBuilder:
             self.calls[ev.id] = self._open(ev, now, f"execute_tool {name}", "tool", self._current(), {
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
                 "gen_ai.tool.type": "function", "gen_ai.tool.call.id": str(p.get("id", "")),
-                "gen_ai.tool.call.arguments": _text(self.redact(p.get("args"))),
+                "gen_ai.tool.call.arguments": json_text(self.redact(p.get("args"))),
                 "gen_ai.conversation.id": self.session_id})
         elif t == "tool.result" and ev.parent_id in self.calls:
             done.append(self._end_call(ev, p, now))
@@ -215,18 +135,19 @@ class SpanBuilder:
         attrs: dict[str, AttrValue] = {"agentos.session.id": ev.session_id,
                                        "gen_ai.conversation.id": ev.session_id}
         if ev.type != "session.start":  # not a whole log: the root has no start event of its own
-            self.root = _Open(f"session {ev.session_id}", "session", _id(64, str(self.trace_id), "root"),
-                              None, now, {**attrs, "agentos.unfinished": True})
+            root_id = derived_id(64, str(self.trace_id), "root")
+            self.root = OpenSpan(f"session {ev.session_id}", "session", root_id, None, now,
+                                 {**attrs, "agentos.unfinished": True})
             return
         attrs.update({f"agentos.{k}": str(self.redact(p[k])) for k in ("prompt", "profile", "provider",
                                                                        "model") if isinstance(p.get(k), str)})
         self.root = self._open(ev, now, f"session {ev.session_id}", "session", None, attrs)
 
-    def _open(self, ev: Event, now: int, name: str, kind: str, parent: _Open | None,
-              attrs: dict[str, AttrValue]) -> _Open:
-        span_id = _id(64, str(self.trace_id), ev.id)
+    def _open(self, ev: Event, now: int, name: str, kind: str, parent: OpenSpan | None,
+              attrs: dict[str, AttrValue]) -> OpenSpan:
+        span_id = derived_id(64, str(self.trace_id), ev.id)
         self.span_of[ev.id] = span_id
-        return _Open(name, kind, span_id, parent.span_id if parent else None, now,
+        return OpenSpan(name, kind, span_id, parent.span_id if parent else None, now,
                      {**attrs, **self._ids("agentos.event", ev)})
 
     def _ids(self, prefix: str, ev: Event) -> dict[str, AttrValue]:
@@ -238,7 +159,7 @@ class SpanBuilder:
             ids[f"{prefix}.parent_id"] = ev.parent_id
         return ids
 
-    def _end(self, s: _Open, now: int, ev: Event | None, unfinished: bool = False) -> SpanRecord:
+    def _end(self, s: OpenSpan, now: int, ev: Event | None, unfinished: bool = False) -> SpanRecord:
         attrs = dict(s.attrs)
         if ev is not None:
             attrs.update(self._ids("agentos.end_event", ev))
@@ -247,14 +168,14 @@ class SpanBuilder:
         return SpanRecord(s.name, s.kind, self.trace_id, s.span_id, s.parent, s.start_ns,
                           max(now, s.start_ns), attrs, tuple(s.events), s.error)
 
-    def _current(self) -> _Open:
+    def _current(self) -> OpenSpan:
         open_tools = [s for s in self.calls.values() if s.kind == "tool"]
         return (open_tools[-1] if open_tools else self.turn or self.workflow or self.root)  # type: ignore[return-value]
 
-    def _record(self, holder: _Open, ev: Event, now: int) -> None:
+    def _record(self, holder: OpenSpan, ev: Event, now: int) -> None:
         """`ev` as a span event of `holder`; a failure it records makes `holder` an error."""
         attrs = self._ids("agentos.event", ev)
-        attrs["agentos.payload"] = _text(self.redact(ev.payload))
+        attrs["agentos.payload"] = json_text(self.redact(ev.payload))
         holder.events.append(SpanEvent(ev.type, now, attrs))
         code = failure_code(ev)
         if code is not None:
@@ -304,7 +225,7 @@ class SpanBuilder:
             s.fail(code, str(self.redact(f"{code}: {p.get('message', '')}")))
         else:  # tool.result
             if "result" in p:
-                s.attrs["gen_ai.tool.call.result"] = _text(self.redact(p["result"]))
+                s.attrs["gen_ai.tool.call.result"] = json_text(self.redact(p["result"]))
             err = p.get("error") if isinstance(p.get("error"), dict) else None
             if p.get("ok") is False:
                 code = str(err.get("code", "TOOL_ERROR")) if err else "TOOL_ERROR"
@@ -314,7 +235,7 @@ class SpanBuilder:
     def _hook(self, ev: Event, p: dict[str, Any], now: int) -> SpanRecord:
         hook, decision = str(p.get("hook", "?")), str(p.get("decision", ""))
         parent = self.span_of.get(ev.parent_id or "") or self._current().span_id
-        s = _Open(f"hook {hook}", "hook", _id(64, str(self.trace_id), ev.id), parent, now, {
+        s = OpenSpan(f"hook {hook}", "hook", derived_id(64, str(self.trace_id), ev.id), parent, now, {
             "agentos.hook.name": hook, "agentos.hook.handler": str(p.get("handler", "")),
             "agentos.hook.decision": decision, **self._ids("agentos.event", ev)})
         if isinstance(p.get("ms"), int | float):
@@ -358,3 +279,6 @@ def spans_of(events: Iterable[Event], redact: Callable[[Any], Any] = lambda v: v
     for ev in events:
         out += builder.feed(ev)
     return out + builder.finish()
+
+
+__all__ = ["SpanBuilder", "SpanEvent", "SpanRecord", "spans_of", "ts_ns"]
