@@ -228,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_mcp  # mcp serve
     cli_mcp.add_commands(sub)
 
+    from . import cli_export  # export otel
+    cli_export.add_commands(sub)
+
     from .labs.commands import add_commands  # audit, conform, lab, grade
     add_commands(sub)
     return parser

@@ -65,6 +65,9 @@ class Runtime(RequestFlow):
         """Called with each event just before it is logged (`watching(..., before=True)`)."""
         self.bridged = bridged
         """The MCP servers this runtime started (mcp_bridges.BridgedTools), or None."""
+        if profile.telemetry is not None:  # live OpenTelemetry export; the SDK loads only then
+            from .otel_live import watcher_for
+            self.watchers.append(watcher_for(config.file, profile))
 
     @classmethod
     def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,

@@ -109,6 +109,7 @@ COMMANDS = st.one_of(
     _cmd(one(["demo"]), _opt("--profile", nasty_text), _opt("--faults", short_text)),
     _cmd(st.sampled_from([["replay"], ["events"], ["rerun"]]), sessions.map(lambda s: [s]),
          _opt("--at", numbers), _opt("--type", nasty_text), _opt("--layer", nasty_text)),
+    _cmd(one(["export", "otel"]), sessions.map(lambda s: [s]), _opt("--out", targets)),
     _cmd(one(["validate"]), st.lists(paths, max_size=1)),
     _cmd(one(["init"]), targets.map(lambda p: [p])),
     _cmd(one(["audit"]), paths.map(lambda p: [p])),
