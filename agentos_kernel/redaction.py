@@ -131,8 +131,21 @@ def redact(value: Any, secrets: tuple[str, ...] = (),
                 if s and s in value:
                     value = value.replace(s, "[REDACTED-SECRET]")
         return value
+    if not (secrets or patterns):  # the common case: leaves known to stay as they are are
+        known = CLEAN.known  # kept without a call (a number; a str already found clean)
+        if isinstance(value, dict):
+            return {k: v if type(v) in _LEAVES or (type(v) is str and v in known) else redact(v)
+                    for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [v if type(v) in _LEAVES or (type(v) is str and v in known) else redact(v)
+                    for v in value]
+        return value
     if isinstance(value, dict):
         return {k: redact(v, secrets, patterns) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v, secrets, patterns) for v in value]
     return value
+
+
+_LEAVES = frozenset({int, float, bool, type(None)})
+"""Exact types that redaction returns as they are (a subclass takes the long way)."""
