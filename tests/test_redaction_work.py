@@ -5,18 +5,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentos_kernel import Runtime
-from agentos_kernel.redaction import CLEAN, _CleanStrings, redact
+import pytest
+
+from agentos_kernel import Runtime, redaction
+from agentos_kernel.redaction import _CleanStrings, redact
 
 from .helpers import CANONICAL, RunRequest, finish
 
 
-def test_a_repeated_request_scans_no_string_again(workspace: Path) -> None:
+@pytest.fixture
+def clean(monkeypatch: pytest.MonkeyPatch) -> _CleanStrings:
+    """A fresh set of clean strings (the process-wide one may be emptied by earlier tests)."""
+    fresh = _CleanStrings()
+    monkeypatch.setattr(redaction, "CLEAN", fresh)
+    return fresh
+
+
+def test_a_repeated_request_scans_no_string_again(workspace: Path, clean: _CleanStrings) -> None:
     rt = Runtime.from_workspace(workspace)
     finish(rt, rt.handle_user_request(CANONICAL))
-    before = CLEAN.scans
+    before = clean.scans
     run = finish(rt, rt.handle_user_request(CANONICAL))
-    assert CLEAN.scans - before == 0
+    assert before > 0 and clean.scans - before == 0
     assert run.events[-1].type == "session.close" and len(run.events) == 32
 
 
@@ -28,10 +38,10 @@ def test_a_card_number_is_redacted_every_time_it_comes_back(run_request: RunRequ
         assert "5500005555555559" not in text and "[REDACTED-CC]" in text
 
 
-def test_an_exact_secret_in_a_string_known_clean_is_still_redacted() -> None:
+def test_an_exact_secret_in_a_string_known_clean_is_still_redacted(clean: _CleanStrings) -> None:
     text = "the key is canary-qwertzuiopasdfgh here"
     assert redact(text) == text  # no default pattern matches: now known clean
-    assert text in CLEAN.known
+    assert text in clean.known
     assert redact({"m": [text]}, secrets=("canary-qwertzuiopasdfgh",)) == {
         "m": ["the key is [REDACTED-SECRET] here"]}
 
