@@ -15,6 +15,8 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 def iso(dt: datetime) -> str:
     """ISO-8601 UTC with millisecond precision and a Z suffix."""
+    if dt.tzinfo is UTC:  # already UTC (every clock here): the same text, without a conversion
+        return dt.isoformat(timespec="milliseconds")[:-6] + "Z"
     return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -5,10 +5,12 @@ on the disk, so only fsync survives a power cut. The profile's `fsync` says when
 (docs/reliability.md, "Durability", has the measured cost of each policy):
 
 - `never`: flush only.
-- `close` (the default): fsync the log, its directory and the sessions directory when the
-  log is created (its first event), and the log again when the session closes.
-- `every_n`: as `close`, and the log after every `fsync_every` events.
-- `always`: as `close`, and the log after every event.
+- `close` (the default): when the session closes, fsync the log, then (for a log this
+  writer created) its directory and the sessions directory. One fsync of the log per
+  session, not two: nothing is fsynced while the session runs.
+- `every_n`: the log, its directory and the sessions directory when the log is created (its
+  first event); the log after every `fsync_every` events and at close.
+- `always`: as `every_n`, with the log fsynced after every event.
 """
 
 from __future__ import annotations
@@ -97,6 +99,8 @@ class LogWriter:
         self._unsynced += 1
         if self.durability.fsync == "never":
             return
+        if self._created and self.durability.fsync == "close":
+            return  # the file and its name are made durable together at close
         if self._created:  # the first line of a new log: make the file and its name durable
             self._sync()
             fsync_dir(self.path.parent)
@@ -108,8 +112,13 @@ class LogWriter:
     def close(self) -> None:
         """fsync what is not yet (unless `never`), close the file and release the lock."""
         try:
-            if self._file is not None and self._unsynced and self.durability.fsync != "never":
-                self._sync()
+            if self._file is not None and self.durability.fsync != "never":
+                if self._unsynced:
+                    self._sync()
+                if self._created:  # `close` deferred the new log's name to now, after its data
+                    fsync_dir(self.path.parent)
+                    fsync_dir(self.path.parent.parent)
+                    self._created = False
         finally:
             if self._file is not None:
                 self._file.close()

@@ -77,13 +77,45 @@ class Redactor:
         return f"Redactor({len(self.secrets)} secret(s), {len(self.patterns)} pattern(s))"
 
 
+class _CleanStrings:
+    """Strings already scanned in which `_MAYBE_SECRET` found nothing. A session's payloads
+    repeat the same strings (each model request carries the system prompt and the turns
+    before it), so most strings are looked up here instead of scanned again. A string is
+    immutable and equality is exact, so a hit is the same answer the scan would give.
+    Bounded: emptied when it holds more than `budget` characters."""
+
+    def __init__(self, budget: int = 2_000_000) -> None:
+        self.budget = budget
+        self.known: dict[str, None] = {}
+        self.size = 0
+        self.scans = 0
+        """Strings scanned with the prefilter since import (a regression guard counts them)."""
+
+    def may_hold_secret(self, value: str) -> bool:
+        if value in self.known:
+            return False
+        self.scans += 1
+        if _MAYBE_SECRET.search(value):
+            return True
+        if len(value) <= self.budget:
+            if self.size + len(value) > self.budget:
+                self.known.clear()
+                self.size = 0
+            self.known[value] = None
+            self.size += len(value)
+        return False
+
+
+CLEAN = _CleanStrings()
+
+
 def redact(value: Any, secrets: tuple[str, ...] = (),
            patterns: tuple[re.Pattern[str], ...] = ()) -> Any:
     """A copy of `value` with card numbers, API keys, bearer tokens, the given secret strings
     and the given patterns replaced; applied to every request and response before it is
     logged."""
     if isinstance(value, str):
-        if secrets or patterns or _MAYBE_SECRET.search(value):
+        if patterns or CLEAN.may_hold_secret(value):
             for s in secrets:
                 if s:
                     value = value.replace(s, "[REDACTED-SECRET]")
@@ -92,9 +124,28 @@ def redact(value: Any, secrets: tuple[str, ...] = (),
             value = _CARD_LIKE.sub(_card, value)
             for p in patterns:
                 value = p.sub(CUSTOM, value)
+        else:
+            # Nothing the default patterns match: only the exact secrets can be in it (what
+            # replaces one, "[REDACTED-SECRET]", cannot make the prefilter match).
+            for s in secrets:
+                if s and s in value:
+                    value = value.replace(s, "[REDACTED-SECRET]")
+        return value
+    if not (secrets or patterns):  # the common case: leaves known to stay as they are are
+        known = CLEAN.known  # kept without a call (a number; a str already found clean)
+        if isinstance(value, dict):
+            return {k: v if type(v) in _LEAVES or (type(v) is str and v in known) else redact(v)
+                    for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [v if type(v) in _LEAVES or (type(v) is str and v in known) else redact(v)
+                    for v in value]
         return value
     if isinstance(value, dict):
         return {k: redact(v, secrets, patterns) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v, secrets, patterns) for v in value]
     return value
+
+
+_LEAVES = frozenset({int, float, bool, type(None)})
+"""Exact types that redaction returns as they are (a subclass takes the long way)."""

@@ -7,6 +7,7 @@ after the first N events.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterable
 from copy import deepcopy
@@ -145,6 +146,10 @@ _COUNTED_ONLY = frozenset({b"llm.request", b"tool.result", b"session.start", b"l
                            b"plan.created", b"review.result", b"skill.complete", b"llm.error"})
 # Types the fold only counts, as bytes: fold_path(parse_all=False) counts their lines unparsed.
 # A closed list, not "not in FOLDED_TYPES": a type added to the fold later is parsed by default.
+_HOOK = re.compile(rb'"payload":\{(?:"cause":"[a-z_]*",)?"decision":"([a-z_]*)"')
+# A canonical hook.fired payload's first keys (sorted): an optional cause, then the decision.
+# Matched only where the envelope's payload begins (the first '"payload":{' of a canonical
+# line: the keys before it hold strings, whose quotes are escaped); anything else is parsed.
 
 
 class _Fold:
@@ -178,6 +183,11 @@ class _Fold:
 
     def step(self, ev: Event) -> None:
         self.fold(ev.id, ev.session_id, ev.type, ev.actor, ev.payload)
+
+    def hook_line(self, decision: str, line: bytes) -> bool:
+        """Fold a canonical hook.fired line from its decision alone (its payload parsed only
+        if it is ever shown); False: this fold needs the line parsed."""
+        return False
 
     def fold(self, eid: str, session_id: str, t: str, actor: str, payload: Any) -> None:
         d, p = self.d, payload if isinstance(payload, dict) else {}
@@ -310,7 +320,10 @@ def fold_path(path: Path, fold: _Fold, at: int | None = None,
                 break
             if by_bytes and n and line[-3:] == b'"}\n':
                 t_at = line.rfind(b',"type":"')
-                if t_at > 0 and line[t_at + 9:-3] in only:
+                t_bytes = line[t_at + 9:-3]
+                if t_at > 0 and (t_bytes in only or (
+                        t_bytes == b"hook.fired" and (m := _HOOK.match(line, line.find(b'"payload":{')))
+                        and fold.hook_line(m[1].decode(), line))):
                     d["events"] += 1
                     skipped = lineno, line
                     n += 1

@@ -132,6 +132,13 @@ class _BoundedFold(_Fold):
         tally[name] = tally.get(name, 0) + 1
         d[key].append(p)
 
+    def hook_line(self, decision: str, line: bytes) -> bool:
+        # Kept as bytes among the recent ones; only the last `recent` are ever parsed.
+        tally = self.tallies["hook_decisions"]
+        tally[decision] = tally.get(decision, 0) + 1
+        self.d["hook_decisions"].append(line)
+        return True
+
     def _after(self, t: str, eid: str) -> None:
         if t == "schema.violation":
             self.counts["schema_violations"] += 1
@@ -152,11 +159,20 @@ class _BoundedFold(_Fold):
             d["workflow"] = {**d["workflow"], "visited": list(d["workflow"]["visited"])}
         recent = {k: tuple(self.d[k]) for k in LISTS}
         for k in ("tools_invoked", "hook_decisions"):  # payloads kept as is: make them v1 items
-            recent[k] = tuple(_BUILD[k](p) for p in recent[k])
+            recent[k] = tuple(_BUILD[k](_payload(p)) for p in recent[k])
         counts = {k: sum(self.tallies[k].values()) if k in self.tallies else self.counts[k] for k in LISTS}
         return SnapshotSummary(**d, counts=counts, hook_decision_counts=dict(self.tallies["hook_decisions"]),
                                tool_counts=dict(self.tallies["tools_invoked"]), recent=recent,
                                recent_limit=self.recent)
+
+
+def _payload(item: dict[str, Any] | bytes) -> dict[str, Any]:
+    """A kept payload, or the payload of a kept canonical line (hook_line)."""
+    if type(item) is bytes:
+        import orjson
+
+        return orjson.loads(item)["payload"]
+    return item  # type: ignore[return-value]
 
 
 def summarize(events: Iterable[Event], at: int | None = None, recent: int = RECENT) -> SnapshotSummary:
@@ -177,8 +193,10 @@ def summarize(events: Iterable[Event], at: int | None = None, recent: int = RECE
 def summarize_path(path: Path, at: int | None = None, recent: int = RECENT,
                    on_torn: Callable[[TornTail], None] | None = None) -> SnapshotSummary:
     """`replay_path` in bounded memory, as a SnapshotSummary. A canonical line of a type the fold
-    only counts (llm.request, tool.result, ...) is counted from its bytes, not parsed: a
-    summary checks the lines it reads; `agentos verify` checks every line."""
+    only counts (llm.request, tool.result, ...) is counted from its bytes, not parsed, and a
+    canonical hook.fired line is tallied from its decision's bytes (parsed only if it is
+    among the last `recent`): a summary checks the lines it reads; `agentos verify` checks
+    every line."""
     fold = _BoundedFold(recent)
     fold_path(path, fold, at, on_torn, parse_all=False)
     return fold.summary()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
+import orjson
 
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
@@ -48,6 +49,7 @@ class SchemaRegistry:
         self._files = files
         self._registry = jsonschema_rs.Registry(list(schemas.items()))
         self._validators: dict[str, Any] = {}
+        self._resolved: dict[str, bytes] = {}
 
     @classmethod
     def load(cls, *roots: Path) -> SchemaRegistry:
@@ -164,8 +166,14 @@ class SchemaRegistry:
 
     def resolved(self, schema_id: str) -> dict[str, Any]:
         """The schema with every `$ref` to another loaded id inlined (for tool specs sent to
-        a model, which cannot follow references)."""
+        a model, which cannot follow references). Inlined once per id (a registry's schemas
+        never change); each call gets its own copy."""
+        done = self._resolved.get(schema_id)
+        if done is None:
+            done = self._resolved[schema_id] = orjson.dumps(self._inlined(schema_id))
+        return orjson.loads(done)  # type: ignore[no-any-return]
 
+    def _inlined(self, schema_id: str) -> dict[str, Any]:
         def inline(node: Any) -> Any:
             if isinstance(node, dict):
                 ref = node.get("$ref")

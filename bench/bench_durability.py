@@ -163,7 +163,7 @@ def main() -> None:
               "close": "the events of a still-running session after its first",
               "every_n (8)": "at most the last 7 events of a running session",
               "always": "nothing appended"}
-    syncs = {"never": "0", "close": "2 + 2 directories", "every_n (8)": "5 + 2 directories",
+    syncs = {"never": "0", "close": "1 + 2 directories (at close)", "every_n (8)": "5 + 2 directories",
              "always": "32 + 2 directories"}
     for name, us in appends.items():
         ms, in_fsync = reqs[name]

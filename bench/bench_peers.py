@@ -10,9 +10,10 @@ median. Contenders:
 - `agentos request`: `Runtime.handle_user_request("hello, greet Ada")` on the scripted
   provider, the runtime built once: every boundary schema-checked, hooks run with their
   timeouts, payloads redacted, each event chained and written to disk (the default fsync
-  policy `close`: four fsyncs a session); and the same with `fsync: never` (flush only).
-- `agentos %agent`: the notebook path (`jupyter.api.run_agent`), which loads the
-  workspace on every call.
+  policy `close`: the log, its directory and sessions/ at close); and the same with
+  `fsync: never` (flush only).
+- `agentos %agent`: the notebook path (`jupyter.api.run_agent`): the Runtime cached per
+  workspace (its contract files stat-checked on every call), the log read back and replayed.
 - LangGraph, Pydantic AI, the OpenAI Agents SDK: the same flow (lead, planner, worker with one
   `echo` tool call, reviewer: five model calls, one tool call, JSON answers parsed) with
   each framework's own fake model, nothing persisted, no schema checks, no hooks.

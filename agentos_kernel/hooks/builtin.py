@@ -2,6 +2,10 @@
 
 Each handler is a plain function `fn(input) -> HookDecision`, named in `agentos.yaml` as
 `agentos_kernel.hooks.builtin:<name>`. The spec's `make_*` factories wrap them.
+
+`@bounded` marks the ones that run on the calling thread (bus.py): each reads a field or
+two of its input, or runs one linear-time regex over the prompt; no I/O, no lock, no wait.
+`sleep_forever` is not marked: it is the handler the timeout exists for.
 """
 
 from __future__ import annotations
@@ -10,17 +14,19 @@ import re
 import time
 from typing import Any
 
-from .bus import HookDecision, HookHandler
+from .bus import HookDecision, HookHandler, bounded
 
 DANGEROUS_TOOLS = frozenset({"rm", "delete", "drop_table"})
 _CARD = re.compile(r"\b\d{16}\b")
 
 
+@bounded
 def pre_tool_use_default(input: Any) -> HookDecision:
     """PreToolUse: allow (the spec's default-allow handler)."""
     return HookDecision(decision="allow", reason="default-allow")
 
 
+@bounded
 def deny_dangerous_tools(input: Any) -> HookDecision:
     """PreToolUse: deny tools on the denylist rm / delete / drop_table."""
     if input.get("tool") in DANGEROUS_TOOLS:
@@ -28,11 +34,13 @@ def deny_dangerous_tools(input: Any) -> HookDecision:
     return HookDecision(decision="allow")
 
 
+@bounded
 def stop_after_one(input: Any) -> HookDecision:
     """Stop: end the loop after one pass (deny = do not continue)."""
     return HookDecision(decision="deny", reason="loop reached terminal state")
 
 
+@bounded
 def redact_pii(input: Any) -> HookDecision:
     """UserPromptSubmit: replace 16-digit sequences (suspected card numbers)."""
     prompt = input["prompt"]
@@ -46,6 +54,7 @@ def redact_pii(input: Any) -> HookDecision:
     return HookDecision(decision="allow")
 
 
+@bounded
 def deny_all(input: Any) -> HookDecision:
     """Any hook: deny. Used by the `hook_deny` and `prompt_denied` fault presets."""
     return HookDecision(decision="deny", reason="denied by deny_all (fault injection)")
@@ -57,6 +66,7 @@ def sleep_forever(input: Any) -> HookDecision:
         time.sleep(3600)
 
 
+@bounded
 def raise_error(input: Any) -> HookDecision:
     """Any hook: raise. The bus must turn the exception into a deny (`hook_error` preset)."""
     raise RuntimeError("handler failed on purpose (fault injection)")

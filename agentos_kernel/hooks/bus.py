@@ -4,6 +4,12 @@
 - A handler that raises, returns something that is not a decision, or runs past its
   timeout is a `deny` (I-3). Timeouts are enforced: the handler runs on a daemon thread
   that is abandoned when it overruns, so a handler that sleeps forever cannot hang a run.
+- The one exception, `bounded` handlers: a function of the runtime itself (a module of
+  `agentos_kernel`) marked `@bounded` runs on the calling thread, without a hand-off. The
+  mark is a promise checked by review, not at run time: no I/O, no lock, no wait, work
+  linear in its input. It cannot be preempted, so it cannot hang a run only because of that
+  promise; if it still runs past its timeout it is a deny with cause `timeout`, like any
+  other handler. A user's handler is never inline, whatever it declares.
 - `deny` stops the chain; `transform` replaces the input for the next handler, and its
   output is merged into the input and checked by the caller's `validate` (the next
   boundary's schema) before anything uses it; a transform that fails that check is a deny.
@@ -15,6 +21,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -114,7 +121,44 @@ def _forget_workers() -> None:  # a forked child has none of the parent's thread
 os.register_at_fork(after_in_child=_forget_workers)
 
 
+_BOUNDED: set[Callable[..., Any]] = set()
+HANDOFFS = [0]
+"""Handler calls handed to a worker thread since import (a regression guard counts them)."""
+
+
+def bounded(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Mark a handler of the runtime as bounded: it runs inline (see the module docstring).
+    Only functions defined in `agentos_kernel` may be marked (ValueError otherwise)."""
+    if not getattr(fn, "__module__", "").startswith("agentos_kernel."):
+        raise ValueError(f"only the runtime's own handlers may be @bounded, not "
+                         f"{getattr(fn, '__qualname__', fn)!r} of {getattr(fn, '__module__', None)!r}")
+    _BOUNDED.add(fn)
+    return fn
+
+
+def is_bounded(fn: Callable[[Any], Any]) -> bool:
+    """Whether `fn` runs on the calling thread (marked with `bounded`)."""
+    try:
+        return fn in _BOUNDED
+    except TypeError:  # an unhashable callable is never one of ours
+        return False
+
+
+def _run_inline(fn: Callable[[Any], Any], arg: Any, timeout_s: float) -> tuple[str, Any]:
+    start = time.perf_counter()
+    try:
+        value = fn(arg)
+    except Exception as exc:  # a handler's failure is data: it becomes a deny
+        return "error", exc
+    if time.perf_counter() - start > timeout_s:  # it returned, but too late: still a deny
+        return "timeout", None
+    return "ok", value
+
+
 def _run_with_timeout(fn: Callable[[Any], Any], arg: Any, timeout_s: float) -> tuple[str, Any]:
+    if is_bounded(fn):
+        return _run_inline(fn, arg, timeout_s)
+    HANDOFFS[0] += 1
     with _idle_lock:
         worker = None
         while _idle and worker is None:
