@@ -129,6 +129,17 @@ def canonical(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
 
 
+def with_chain(body: bytes, actor: str, chain: str) -> bytes:
+    """`canonical` of an event with its `chain`, from `body` = `canonical` of the same event
+    without it, without encoding the payload again: in sorted order `chain` comes right
+    after `actor`, the first key (the one splice SessionLog.append needs, tested against
+    `canonical` in tests/fuzz/test_fuzz_jsonl.py)."""
+    head = b'{"actor":' + orjson.dumps(actor)
+    if not body.startswith(head):
+        raise ValueError("body is not the canonical encoding of an event (actor first)")
+    return b"%s,\"chain\":\"%s\"%s" % (head, chain.encode(), body[len(head):])
+
+
 def chain_of(prev: str | None, event: Event) -> str:
     """The chain value for `event` following `prev` (None for the first event)."""
     body = event.to_dict()
@@ -146,9 +157,10 @@ class EventStore(Protocol):
     def reopen(self, session_id: str) -> None:
         """Claim a session that has a log, to append to it: SessionLocked, or KeyError."""
 
-    def append(self, event: Event) -> None:
+    def append(self, event: Event, line: bytes | None = None) -> None:
         """Append one event to its session's log; never rewrites an earlier one. A session
-        not claimed yet is claimed first (SessionLocked when another writer has it)."""
+        not claimed yet is claimed first (SessionLocked when another writer has it). `line`:
+        the event's `canonical` bytes when the caller has them already (SessionLog does)."""
 
     def read(self, session_id: str) -> Iterator[Event]:
         """Stream a session's events in order; KeyError if the session has no log."""

@@ -51,9 +51,9 @@ class JsonlEventStore:
                                                           new=new)
         return writer
 
-    def append(self, event: Event) -> None:
+    def append(self, event: Event, line: bytes | None = None) -> None:
         writer = self._open.get(event.session_id) or self._claim(event.session_id, None)
-        writer.write(canonical(event.to_dict()) + b"\n")
+        writer.write((line or canonical(event.to_dict())) + b"\n")
 
     def read(self, session_id: str) -> Iterator[Event]:
         p = self.path(session_id)

@@ -14,7 +14,7 @@ from typing import Any
 
 from .clock import Clock, Ids
 from .errors import DomainError, Err, InvariantViolation, Ok, Result
-from .events import Event, EventStore, canonical
+from .events import Event, EventStore, canonical, with_chain
 from .redaction import Redactor
 from .schemas import SchemaRegistry, Violation
 
@@ -166,8 +166,10 @@ class SessionLog:
             "parent_id": parent_id,
             "seq": self.seq,
         }
-        # Same bytes as events.chain_of(prev, event), without building the event twice.
-        self._chain = sha256((self._chain or "").encode() + canonical(body)).hexdigest()
+        # Same bytes as events.chain_of(prev, event), without building the event twice; the
+        # stored line reuses them (with_chain) instead of encoding the payload once more.
+        encoded = canonical(body)
+        self._chain = sha256((self._chain or "").encode() + encoded).hexdigest()
         event = Event(**body, chain=self._chain)
         if self.gates:
             try:
@@ -176,7 +178,7 @@ class SessionLog:
             except BaseException:
                 self.seq, self._chain = before
                 raise
-        self.store.append(event)
+        self.store.append(event, with_chain(encoded, actor, self._chain))
         if self.root_cause is None and (code := failure_code(event)) is not None:
             self.root_cause = (code, self.seq)
         for watch in self.watchers:

@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from agentos_kernel.cli import main as cli_main
-from agentos_kernel.events import Event, LogError, read_log, verify_chain
+from agentos_kernel.events import Event, LogError, canonical, read_log, verify_chain, with_chain
 from agentos_kernel.replay import replay, replay_path
 
 from . import error_line, fuzz, one_line
-from .strategies import json_values
+from .strategies import json_values, nasty_text
 
 
 class Good(tuple):
@@ -175,3 +175,21 @@ def test_agentos_replay_names_an_event_with_wrong_types(good: Good,
     finally:
         log.write_bytes(data)
     assert code == 2 and error_line(err).startswith(f"agentos: error: {log}:33: "), reason
+
+
+@fuzz(150)
+@given(actor=nasty_text, payload=json_values, parent=st.none() | nasty_text,
+       chain=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64))
+def test_the_chain_splice_is_the_canonical_line(actor: str, payload: Any, parent: str | None,
+                                                chain: str) -> None:
+    """SessionLog writes with_chain(canonical(body), ...) instead of encoding the event a
+    second time: it must be the very bytes `canonical` gives for the event with its chain."""
+    event = Event(id="e1", session_id="s1", ts="2026-01-01T00:00:00.000Z", type="t",
+                  actor=actor, payload=payload, parent_id=parent, seq=1, chain=chain)
+    body = event.to_dict()
+    del body["chain"]
+    try:
+        encoded = canonical(body)
+    except TypeError:  # an integer orjson cannot write: no event holds one
+        assume(False)
+    assert with_chain(encoded, actor, chain) == canonical(event.to_dict())
