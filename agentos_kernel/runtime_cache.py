@@ -5,7 +5,9 @@ agents/, skills/, workflows/): most of an `%agent` call's time. `cached_runtime`
 Runtime it built with a signature of those files, (path, mtime_ns, size, inode) of each,
 and hands the same Runtime back while the signature is unchanged; any file added,
 removed, edited or replaced makes the next call load the workspace again, so an edited
-SKILL.md or agentos.yaml is seen on the very next request. A reused Runtime counts
+SKILL.md or agentos.yaml is seen on the very next request. On Linux the files are watched
+with inotify instead (contract_watch.py): one read per call instead of a stat per file, the
+same guarantee. A reused Runtime counts
 session ids afresh, as a new one would. Workspaces that bridge MCP servers are not cached
 (a server's tools can change without any file here changing).
 """
@@ -19,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .contract_watch import ContractWatch
 from .kernel import Runtime
 from .providers.faults import FaultPlan
 from .workspace import Workspace, find_workspace
@@ -37,8 +40,20 @@ class _Entry:
     """The fault plan it was built with (compared by value)."""
     roots: tuple[str, ...]
     """Its config's skill_roots, which the signature covers."""
-    signature: Signature
-    """The contract files when it was built."""
+    signature: Signature | None
+    """The contract files when it was built (None when `watch` covers them)."""
+    watch: ContractWatch | None = None
+    """inotify on the contract files since just before it was built, where available."""
+
+    def stale(self, ws: Workspace) -> bool:
+        """True when a contract file changed since the Runtime was built."""
+        if self.watch is not None:
+            return self.watch.changed()
+        return signature(ws, self.roots) != self.signature
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
 
 
 _CACHE: OrderedDict[tuple[str, str, bool, str | None, str | None], _Entry] = OrderedDict()
@@ -79,24 +94,38 @@ def cached_runtime(workspace: Path | str | None = None, *, profile: str | None =
     ws = find_workspace(Path(workspace) if workspace is not None else None, cwd)
     key = (str(ws.root), str(ws.config_file), ws.bundled, profile, faults.name if faults else None)
     entry = _CACHE.get(key)
-    if entry is not None and entry.faults == faults and signature(ws, entry.roots) == entry.signature:
+    if entry is not None and entry.faults == faults and not entry.stale(ws):
         _CACHE.move_to_end(key)
         entry.runtime.forget_session_ids()
         return entry.runtime
     roots = entry.roots if entry is not None else ("skills",)
-    before = signature(ws, roots)  # taken first: an edit made while loading is seen next time
-    rt = Runtime.from_workspace(workspace, profile=profile, faults=faults, cwd=cwd)
-    if rt.config.mcp_servers:
-        _CACHE.pop(key, None)
-        return rt
+    if entry is not None:
+        _CACHE.pop(key).close()
+    # Taken first: an edit made while loading is seen next time.
+    watch = ContractWatch.start(contract_files(ws, roots))
+    before = None if watch is not None else signature(ws, roots)
+    try:
+        rt = Runtime.from_workspace(workspace, profile=profile, faults=faults, cwd=cwd)
+    except BaseException:
+        if watch is not None:
+            watch.close()
+        raise
     found = tuple(rt.config.skill_roots)
-    _CACHE[key] = _Entry(rt, faults, found, before if found == roots else signature(ws, found))
+    if rt.config.mcp_servers or found != roots:
+        if watch is not None:
+            watch.close()
+        if rt.config.mcp_servers:
+            return rt
+        watch = ContractWatch.start(contract_files(ws, found))
+        before = None if watch is not None else signature(ws, found)
+    _CACHE[key] = _Entry(rt, faults, found, before, watch)
     _CACHE.move_to_end(key)
     while len(_CACHE) > KEEP:
-        _CACHE.popitem(last=False)
+        _CACHE.popitem(last=False)[1].close()
     return rt
 
 
 def clear() -> None:
     """Forget every cached Runtime."""
-    _CACHE.clear()
+    while _CACHE:
+        _CACHE.popitem()[1].close()

@@ -6,6 +6,7 @@ the sessions. Counted, never timed (speed lives in bench/bench_scale.py)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentos_kernel import Runtime
+from agentos_kernel import Runtime, runtime_cache
 from agentos_kernel.clock import first_free
+from agentos_kernel.contract_watch import ContractWatch
 from agentos_kernel.jsonl_store import JsonlEventStore
 from agentos_kernel.jupyter.api import run_agent
 from agentos_kernel.providers.faults import load_fault_plan
@@ -46,10 +48,63 @@ def test_an_offline_request_never_loads_an_http_client(tmp_path: Path, workspace
     assert _loaded_after(code, tmp_path) == ["jsonschema_rs", "yaml"]
 
 
-@pytest.fixture
-def fresh_cache() -> None:
+@pytest.fixture(params=["inotify", "stat"])
+def fresh_cache(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty cache, watching contract files with inotify or (where that is not
+    available) comparing stat signatures: the same guarantees either way."""
+    if request.param == "stat":
+        monkeypatch.setattr(ContractWatch, "start", classmethod(lambda cls, paths: None))
     clear()
     yield
+    clear()
+
+
+def test_with_inotify_a_reused_runtime_stats_no_contract_file(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clear()
+    rt = cached_runtime(workspace)
+    assert next(iter(runtime_cache._CACHE.values())).watch is not None, "inotify is on Linux"
+
+    def no_stat(*_: object) -> None:
+        raise AssertionError("a stat signature was taken though the files are watched")
+
+    monkeypatch.setattr(runtime_cache, "signature", no_stat)
+    assert run_agent(CANONICAL, workspace=workspace).ok  # writes sessions/: not a contract
+    assert cached_runtime(workspace) is rt
+    clear()
+
+
+@pytest.mark.parametrize("how", ["in place", "renamed into place", "touched", "new nested file"])
+def test_every_kind_of_edit_is_seen_on_the_next_call(workspace: Path, fresh_cache: None,
+                                                    how: str) -> None:
+    rt = cached_runtime(workspace)
+    skill = workspace / "skills" / "greet" / "SKILL.md"
+    if how == "in place":
+        with skill.open("a") as f:
+            f.write("\n")
+    elif how == "renamed into place":  # how editors save: a new file, then rename
+        tmp = skill.with_name(".SKILL.md.swp")
+        tmp.write_text(skill.read_text())
+        os.replace(tmp, skill)
+    elif how == "touched":
+        os.utime(skill, ns=(1, 1))
+    else:
+        (workspace / "skills" / "greet" / "notes").mkdir()
+        (workspace / "skills" / "greet" / "notes" / "x.md").write_text("x")
+    assert cached_runtime(workspace) is not rt
+
+
+def test_a_symlink_among_the_contracts_falls_back_to_stat_signatures(
+        workspace: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "shared-skill"
+    shutil.copytree(workspace / "skills" / "greet", elsewhere)
+    shutil.rmtree(workspace / "skills" / "greet")
+    (workspace / "skills" / "greet").symlink_to(elsewhere)
+    clear()
+    rt = cached_runtime(workspace)
+    assert next(iter(runtime_cache._CACHE.values())).watch is None  # its target is not watched
+    (elsewhere / "SKILL.md").write_text((elsewhere / "SKILL.md").read_text() + "\n")
+    assert cached_runtime(workspace) is not rt
     clear()
 
 

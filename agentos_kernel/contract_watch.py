@@ -1,0 +1,124 @@
+"""Linux inotify on a workspace's contract files, for runtime_cache: one non-blocking read
+says whether anything changed since the watch began, instead of a stat of every file.
+
+The kernel queues an inotify event inside the call that changes the file (write, rename,
+unlink, chmod, utime), so a change made before `changed()` runs is seen by it: an edited
+SKILL.md is still seen on the very next request. Where inotify cannot cover the files (not
+Linux, no watches left, a symlink in a contract tree: its target is not watched) `start`
+returns None and the cache compares stat signatures as before.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import struct
+from collections.abc import Iterable
+from pathlib import Path
+
+_IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
+_MASK = (0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800)
+"""MODIFY, ATTRIB, CLOSE_WRITE, MOVED_FROM, MOVED_TO, CREATE, DELETE, DELETE_SELF, MOVE_SELF:
+every way a file's bytes, name or presence changes (never OPEN or ACCESS: loading a
+workspace reads its files and must not count as a change)."""
+_LOST = 0x4000 | 0x8000
+"""Q_OVERFLOW (events were dropped) and IGNORED (a watch is gone): assume a change."""
+_HEADER = struct.Struct("iIII")
+_libc: ctypes.CDLL | None = None
+
+
+def _inotify() -> ctypes.CDLL | None:
+    global _libc
+    if _libc is None:
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            libc.inotify_init1.argtypes = [ctypes.c_int]
+            libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        except (OSError, AttributeError):  # not Linux, or a libc without inotify
+            return None
+        _libc = libc
+    return _libc
+
+
+class ContractWatch:
+    """Watches on the directories holding a workspace's contract files; `changed()` turns
+    True (and stays so) once any of them is edited, added, removed or renamed."""
+
+    def __init__(self, fd: int, filters: dict[int, frozenset[str] | None]) -> None:
+        self._fd = fd
+        self._filters = filters
+        """Watch descriptor -> the names in that directory that matter (None: every name)."""
+        self._changed = False
+
+    @classmethod
+    def start(cls, paths: Iterable[Path]) -> ContractWatch | None:
+        """Watch `paths` (files or directories; a directory stands for everything under it;
+        a missing one is watched for being created), or None where that is not possible."""
+        libc = _inotify()
+        if libc is None:
+            return None
+        fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if fd < 0:
+            return None
+        names: dict[str, set[str]] = {}
+        trees: list[str] = []
+        for path in paths:
+            names.setdefault(str(path.parent), set()).add(path.name)
+            if path.is_symlink():
+                return _give_up(fd)
+            if path.is_dir():
+                for top, dirs, files in os.walk(path):
+                    if any(os.path.islink(os.path.join(top, n)) for n in (*dirs, *files)):
+                        return _give_up(fd)
+                    trees.append(top)
+        filters: dict[int, frozenset[str] | None] = {}
+        for directory, wanted in names.items():
+            wd = libc.inotify_add_watch(fd, os.fsencode(directory), _MASK)
+            if wd < 0:
+                return _give_up(fd)
+            filters[wd] = frozenset(wanted)
+        for directory in trees:  # after the parents: a directory in both takes every name
+            wd = libc.inotify_add_watch(fd, os.fsencode(directory), _MASK)
+            if wd < 0:
+                return _give_up(fd)
+            filters[wd] = None
+        return cls(fd, filters)
+
+    def changed(self) -> bool:
+        """True once a watched file changed since `start` (drains the queued events)."""
+        while not self._changed:
+            try:
+                buf = os.read(self._fd, 65536)
+            except BlockingIOError:
+                return False
+            except OSError:
+                self._changed = True
+                break
+            self._changed = self._relevant(buf)
+        return True
+
+    def _relevant(self, buf: bytes) -> bool:
+        at = 0
+        while at < len(buf):
+            wd, mask, _cookie, size = _HEADER.unpack_from(buf, at)
+            name = buf[at + _HEADER.size: at + _HEADER.size + size].rstrip(b"\0")
+            at += _HEADER.size + size
+            if mask & _LOST:
+                return True
+            wanted = self._filters.get(wd, None)
+            if wanted is None or os.fsdecode(name) in wanted:
+                return True
+        return False
+
+    def close(self) -> None:
+        """Remove every watch (closing the descriptor does)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            self._changed = True
+
+
+def _give_up(fd: int) -> None:
+    os.close(fd)
+    return None
