@@ -1,0 +1,55 @@
+"""A workspace whose profile stores events in PostgreSQL (issue 14): the canonical request
+runs, and replay and verify read it back from the database with the same results as JSONL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentos_kernel import ContractError, Runtime
+from agentos_kernel.errors import Ok
+from agentos_kernel.pg_store import PostgresEventStore
+
+from ..helpers import CANONICAL
+from ..pg_server import PgDatabase
+
+
+def use_postgres(workspace: Path, env: str = "AGENTOS_PG_DSN") -> None:
+    """Point the workspace's scripted profile at the database in `env`."""
+    doc = yaml.safe_load((workspace / "agentos.yaml").read_text())
+    doc["profiles"]["scripted"]["event_store"] = {"kind": "postgres", "dsn_env": env, "pool_max": 2}
+    (workspace / "agentos.yaml").write_text(yaml.safe_dump(doc))
+
+
+def test_the_canonical_request_is_stored_in_postgres_and_replays_as_from_jsonl(
+        workspace: Path, pg_db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    jsonl = Runtime.from_workspace(workspace)
+    ref = jsonl.handle_user_request(CANONICAL)
+    assert isinstance(ref, Ok), ref
+    ref_bytes = (workspace / "sessions" / "s0001" / ".events.jsonl").read_bytes()
+
+    use_postgres(workspace)
+    monkeypatch.setenv("AGENTOS_PG_DSN", pg_db.student(f"rt_{pg_db.name}"))
+    rt = Runtime.from_workspace(workspace)
+    assert isinstance(rt.store, PostgresEventStore)
+    result = rt.handle_user_request(CANONICAL)
+    assert isinstance(result, Ok), result
+    sid = result.value.session_id
+    assert sid == "s0001", "ids are counted per store: the database had no session yet"
+    stored = b"".join(rt.store.lines(sid))
+    assert stored == ref_bytes, "the same request stores the same bytes in either store"
+    assert rt.replay(sid) == jsonl.replay("s0001")
+    assert rt.replay_summary(sid) == jsonl.replay_summary("s0001")
+
+
+def test_an_unset_dsn_variable_is_a_contract_error_naming_it(workspace: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    use_postgres(workspace, "AGENTOS_TEST_UNSET_DSN")
+    monkeypatch.delenv("AGENTOS_TEST_UNSET_DSN", raising=False)
+    with pytest.raises(ContractError) as err:
+        Runtime.from_workspace(workspace)
+    (problem,) = err.value.problems
+    assert problem.field == "profiles.scripted.event_store.dsn_env"
+    assert "AGENTOS_TEST_UNSET_DSN is not set" in problem.message
