@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from .durability import Durability
-from .events import Event, LogError, canonical, check_session_id
+from .events import Event, canonical, check_session_id, line_event
 from .sessionlock import SessionExists, SessionLocked
 
 EXTRA_HINT = 'pip install "agentos-kernel[postgres]" (psycopg 3 and psycopg-pool)'
@@ -194,18 +194,8 @@ class PostgresEventStore:
     def append_line(self, session_id: str, line: bytes) -> None:
         """Append one JSONL line exactly as given (`agentos store copy`: a log copied as it
         is, canonical or not). LogError when it is not one event of `session_id`."""
-        _checked(session_id)
-        text = line.removesuffix(b"\n")
-        if b"\n" in text or not text.strip():
-            raise LogError(f"{self.path(session_id)}: a line must hold exactly one event")
-        try:
-            ev = Event.from_dict(orjson.loads(text), where=str(self.path(session_id)))
-        except orjson.JSONDecodeError as exc:
-            raise LogError(f"{self.path(session_id)}: -: not JSON ({exc})") from None
-        if ev.session_id != session_id:
-            raise LogError(f"{self.path(session_id)}: session_id: the line belongs to "
-                           f"{ev.session_id!r}")
-        self._insert(session_id, ev.id, ev.type, ev.ts, text.decode())
+        ev = line_event(line, _checked(session_id), str(self.path(session_id)))
+        self._insert(session_id, ev.id, ev.type, ev.ts, line.removesuffix(b"\n").decode())
 
     def _insert(self, session_id: str, eid: str, type_: str, ts: str, line: str) -> None:
         pos = self._claims.get(session_id) or self._claim(session_id, None)

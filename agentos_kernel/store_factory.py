@@ -77,3 +77,15 @@ def store_of(target: str) -> EventStore:
     if is_pg_target(target):
         return pg_store_of(target)
     return JsonlEventStore(Path(target))
+
+
+def db_error(exc: BaseException) -> str | None:
+    """A one-line message for a database's refusal (connection, permission, a trigger) or a
+    missing `[postgres]` extra, for the CLI; None for any other exception."""
+    from .pg_store import EXTRA_HINT
+
+    if isinstance(exc, ImportError) and EXTRA_HINT in str(exc):
+        return str(exc)
+    if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool"):
+        return f"postgres: {type(exc).__name__}: {' '.join(str(exc).split())}"
+    return None
