@@ -58,6 +58,22 @@ def test_a_fresh_run_round_trips_and_replays_from_postgres(
     assert code == 0 and "s0001" in out, out
 
 
+def test_a_foreign_log_is_copied_as_written_not_re_encoded(student: str, tmp_path: Path, cli: Cli) -> None:
+    """Another implementation's log: the eight fields only, its own key order and spacing, a
+    numeric ts. Reading it re-encodes nothing on the way through the database."""
+    src = tmp_path / "src" / "go1"
+    src.mkdir(parents=True)
+    foreign = (b'{"type": "session.start", "id": "e1", "session_id": "go1", "ts": 1767225600, '
+               b'"actor": "user", "payload": {"prompt": "hi", "\u00e9": 1}, "schema_version": "v1", '
+               b'"parent_id": null}\n'
+               b'{"session_id":"go1","id":"e2","ts":1767225601.5,"type":"session.close","actor":"system",'
+               b'"payload":{"ok":true},"schema_version":"v1","parent_id":"e1"}\n')
+    (src / LOG).write_bytes(foreign)
+    assert cli("store", "copy", tmp_path / "src", PG)[0] == 0
+    assert cli("store", "copy", PG, tmp_path / "back")[0] == 0
+    assert (tmp_path / "back" / "go1" / LOG).read_bytes() == foreign
+
+
 def test_a_torn_log_is_refused_and_nothing_is_written(student: str, tmp_path: Path, cli: Cli) -> None:
     src = tmp_path / "src" / "t1"
     src.mkdir(parents=True)
