@@ -64,7 +64,7 @@ def test_a_foreign_log_is_copied_as_written_not_re_encoded(student: str, tmp_pat
     src = tmp_path / "src" / "go1"
     src.mkdir(parents=True)
     foreign = (b'{"type": "session.start", "id": "e1", "session_id": "go1", "ts": 1767225600, '
-               b'"actor": "user", "payload": {"prompt": "hi", "\u00e9": 1}, "schema_version": "v1", '
+               b'"actor": "user", "payload": {"prompt": "hi", "\\u00e9": 1}, "schema_version": "v1", '
                b'"parent_id": null}\n'
                b'{"session_id":"go1","id":"e2","ts":1767225601.5,"type":"session.close","actor":"system",'
                b'"payload":{"ok":true},"schema_version":"v1","parent_id":"e1"}\n')
