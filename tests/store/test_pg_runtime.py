@@ -12,7 +12,7 @@ from agentos_kernel import ContractError, Runtime
 from agentos_kernel.errors import Ok
 from agentos_kernel.pg_store import PostgresEventStore
 
-from ..helpers import CANONICAL
+from ..helpers import CANONICAL, Cli
 from ..pg_server import PgDatabase
 
 
@@ -53,3 +53,18 @@ def test_an_unset_dsn_variable_is_a_contract_error_naming_it(workspace: Path,
     (problem,) = err.value.problems
     assert problem.field == "profiles.scripted.event_store.dsn_env"
     assert "AGENTOS_TEST_UNSET_DSN is not set" in problem.message
+
+
+def test_validate_names_an_unset_dsn_variable(workspace: Path, cli: Cli,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """As for api_key_env: a problem for the profile that would run, a warning for the others."""
+    use_postgres(workspace, "AGENTOS_TEST_UNSET_DSN")
+    monkeypatch.delenv("AGENTOS_TEST_UNSET_DSN", raising=False)
+    code, out, err = cli("--workspace", workspace, "validate", "--profile", "scripted")
+    assert code == 1
+    assert "profiles.scripted.event_store.dsn_env" in out + err
+    assert "AGENTOS_TEST_UNSET_DSN is not set" in out + err
+    profiles = yaml.safe_load((workspace / "agentos.yaml").read_text())["profiles"]
+    others = [p for p in profiles if p != "scripted"]
+    code, out, err = cli("--workspace", workspace, "validate", "--profile", others[0])
+    assert "AGENTOS_TEST_UNSET_DSN is not set" in out + err
