@@ -68,3 +68,23 @@ def test_validate_names_an_unset_dsn_variable(workspace: Path, cli: Cli,
     others = [p for p in profiles if p != "scripted"]
     code, out, err = cli("--workspace", workspace, "validate", "--profile", others[0])
     assert "AGENTOS_TEST_UNSET_DSN is not set" in out + err
+
+
+def test_amend_and_fork_work_on_the_postgres_store(workspace: Path, pg_db: PgDatabase,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.fork import fork
+    from agentos_kernel.integrity import verify_session
+
+    use_postgres(workspace)
+    monkeypatch.setenv("AGENTOS_PG_DSN", pg_db.student(f"amend_{pg_db.name}"))
+    rt = Runtime.from_workspace(workspace)
+    assert isinstance(rt.handle_user_request(CANONICAL), Ok)
+    target = rt.events("s0001")[3].id
+    amended = rt.amend("s0001", target, "actor", "planner", "mislabelled")
+    assert rt.store.tail("s0001") == amended
+    assert rt.replay("s0001").amendments, "replay folds the amendment from the rows"
+    assert verify_session(rt.store, "s0001").ok, "the chain continues across the amendment"
+    forked = fork(rt, "s0001", 10)
+    assert isinstance(forked, Ok), forked
+    assert verify_session(rt.store, forked.value.session_id).ok
+    assert rt.store.sessions() == ["s0001", forked.value.session_id]
