@@ -68,6 +68,7 @@ def pool_for(dsn: str, size: int, synchronous: bool = True) -> Any:
     with _pools_lock:
         pool = _pools.get(key)
         if pool is None or pool.closed:
+            connect(dsn).close()  # a bad DSN or password fails here, saying so, not after a pool timeout
             kwargs: dict[str, Any] = {"application_name": f"{_APP} {os.getpid()}", "autocommit": True}
             if not synchronous:
                 kwargs["options"] = "-c synchronous_commit=off"

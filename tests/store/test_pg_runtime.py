@@ -88,3 +88,14 @@ def test_amend_and_fork_work_on_the_postgres_store(workspace: Path, pg_db: PgDat
     assert isinstance(forked, Ok), forked
     assert verify_session(rt.store, forked.value.session_id).ok
     assert rt.store.sessions() == ["s0001", forked.value.session_id]
+
+
+def test_a_wrong_password_is_one_line_naming_it(workspace: Path, pg_db: PgDatabase, cli: Cli,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    use_postgres(workspace)
+    dsn = pg_db.student(f"pw_{pg_db.name}")
+    monkeypatch.setenv("AGENTOS_PG_DSN", dsn.replace("@127.0.0.1", "x@127.0.0.1"))
+    code, _, err = cli("--workspace", workspace, "run", CANONICAL)
+    assert code == 2
+    assert err.startswith("agentos: error: postgres: OperationalError:")
+    assert "password authentication failed" in err and err.count("\n") == 1
