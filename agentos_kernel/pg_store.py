@@ -185,11 +185,15 @@ class PostgresEventStore:
         with self._mutex:
             if self._claims.pop(session_id, None) is None:
                 return
-            if self._lock_conn is not None and not self._lock_conn.closed:
+            if self._lock_conn is None or self._lock_conn.closed:
+                return  # its lock went with the connection
+            try:
                 self._unlock(_lock_key(self.me, session_id))
-                if not self._claims:  # no session held: give the server its connection back
-                    self._lock_conn.close()
-                    self._lock_conn = None
+            except _psycopg().Error:  # the connection broke: the server dropped its locks with it
+                self._lock_conn.close()
+            if not self._claims or self._lock_conn.closed:  # nothing held: give the connection back
+                self._lock_conn.close()
+                self._lock_conn = None
 
     # -- writing -----------------------------------------------------------------------
     def append(self, event: Event) -> None:
