@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_export  # export otel
     cli_export.add_commands(sub)
 
+    from . import cli_store  # store migrate, add-student, copy, sessions (PostgreSQL)
+    cli_store.add_commands(sub)
+
     from .labs.commands import add_commands  # audit, conform, lab, grade
     add_commands(sub)
     return parser
@@ -258,6 +261,14 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:
+        from .store_factory import db_error  # a PostgreSQL store's refusal: one line, not a traceback
+
+        message = db_error(exc)
+        if message is None:
+            raise
+        print(f"agentos: error: {printable(message)}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

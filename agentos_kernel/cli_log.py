@@ -17,16 +17,17 @@ from pathlib import Path
 
 from .cli import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
 from .events import LOG_NAME, TornTailWarning, check_session_id
-from .integrity import VerifyReport, repair_torn, verify_log
+from .integrity import VerifyReport, repair_torn, verify_log, verify_session
 from .replay_summary import RECENT
 from .trace import LAYERS, select, trace_lines
 from .workspace import find_workspace
 
 
-def _checked(path: Path, sid: str, strict: bool) -> int | None:
-    """Verify before reading: a warning line per finding on stderr. The exit code when the
-    log must not be shown (empty, or not ok under --strict), else None."""
-    report = verify_log(path)
+def _checked(log: Path | VerifyReport, sid: str, strict: bool) -> int | None:
+    """Verify before reading (a log file, or the report of a store's session): a warning line
+    per finding on stderr. The exit code when the log must not be shown (empty, or not ok
+    under --strict), else None."""
+    report = log if isinstance(log, VerifyReport) else verify_log(log)
     for f in report.findings:
         where = f"line {f.line}: " if f.line else ""
         print(f"agentos: warning: {sid} does not verify: {where}{f.kind}: {f.message} "
@@ -39,7 +40,8 @@ def _checked(path: Path, sid: str, strict: bool) -> int | None:
 def cmd_replay(args: argparse.Namespace) -> int:
     rt = _runtime(args)
     sid = _session_arg(args.session_id)
-    if rt.store.exists(sid) and (code := _checked(rt.store.path(sid), sid, args.strict)) is not None:
+    if rt.store.exists(sid) and (code := _checked(verify_session(rt.store, sid), sid, args.strict)
+                                 ) is not None:
         return code
     if args.recent is not None and not args.summary:
         raise UsageError("--recent sets how many items --summary keeps; add --summary")
@@ -72,7 +74,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_events(args: argparse.Namespace) -> int:
     rt = _runtime(args)
     sid = _session_arg(args.session_id)
-    if rt.store.exists(sid) and (code := _checked(rt.store.path(sid), sid, args.strict)) is not None:
+    if rt.store.exists(sid) and (code := _checked(verify_session(rt.store, sid), sid, args.strict)
+                                 ) is not None:
         return code
     try:
         with warnings.catch_warnings():
@@ -110,11 +113,40 @@ def find_logs(target: str, workspace: Path | None) -> list[Path]:
     raise UsageError(f"{target}: no such file or directory, nor a session id")
 
 
+def _store_reports(args: argparse.Namespace) -> list[VerifyReport] | None:
+    """The reports when the target is in PostgreSQL (`postgres:ENV[/OWNER]`, or a session id
+    of a --profile whose store is postgres), else None (the target names files)."""
+    from .store_factory import is_pg_target, pg_store_of
+
+    if is_pg_target(args.target):
+        try:
+            store = pg_store_of(args.target)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        sids = store.sessions()
+        if not sids:
+            raise UsageError(f"{args.target}: holds no session")
+    elif args.profile is not None and check_session_id(args.target) is None:
+        rt = _runtime(args)
+        if rt.log_file(args.target) is not None:
+            return None
+        store, sids = rt.store, [args.target]
+    else:
+        return None
+    if args.repair:
+        raise UsageError("--repair sets a torn line aside in a file; a database row is never torn")
+    if args.head is not None and len(sids) != 1:
+        raise UsageError(f"--head anchors one log; {args.target} holds {len(sids)}")
+    return [verify_session(store, s, args.head) for s in sids]
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
-    logs = find_logs(args.target, args.workspace)
-    if args.head is not None and len(logs) != 1:
-        raise UsageError(f"--head anchors one log; {args.target} holds {len(logs)}")
-    reports = [verify_log(p, args.head) for p in logs]
+    reports = _store_reports(args)
+    if reports is None:
+        logs = find_logs(args.target, args.workspace)
+        if args.head is not None and len(logs) != 1:
+            raise UsageError(f"--head anchors one log; {args.target} holds {len(logs)}")
+        reports = [verify_log(p, args.head) for p in logs]
     if args.repair:
         reports = [_repair(r, args.head) for r in reports]
     if args.json:
@@ -145,6 +177,10 @@ def _repair(report: VerifyReport, head: str | None) -> VerifyReport:
     return verify_log(report.path, head)
 
 
+_PROFILE_HELP = ("the profile whose event store holds the session (default: the workspace's "
+                 "default_profile; a postgres store reads it from the database)")
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add replay, events and verify to the `agentos` parser."""
     p = sub.add_parser("replay", help="recompute a session's snapshot from its log alone")
@@ -158,6 +194,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help=f"with --summary: how many of the latest items to keep per list (default {RECENT})")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 without replaying when the log does not verify (else only warn)")
+    p.add_argument("--profile", help=_PROFILE_HELP)
     p.set_defaults(fn=cmd_replay)
 
     p = sub.add_parser("events", help="print a session's events")
@@ -167,6 +204,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 without printing when the log does not verify (else only warn)")
+    p.add_argument("--profile", help=_PROFILE_HELP)
     p.set_defaults(fn=cmd_events)
 
     p = sub.add_parser("verify", help="check a log's hash chain and envelope line by line; name the "
@@ -174,7 +212,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                       "event and a torn final line")
     p.add_argument("target", metavar="ID|PATH",
                    help="a session id in the workspace, a .events.jsonl file, a session directory, "
-                        "or a directory of sessions (each is verified)")
+                        "a directory of sessions (each is verified), or postgres:ENV[/OWNER] (every "
+                        "session of that PostgreSQL store: docs/class-server.md)")
+    p.add_argument("--profile", help=_PROFILE_HELP + "; with a session id")
     p.add_argument("--head", metavar="HEX",
                    help="the head printed by an earlier verify (noted elsewhere): also proves that "
                         "nothing was appended after it or cut from the end")

@@ -124,6 +124,21 @@ class Event:
         )
 
 
+def line_event(line: bytes, session_id: str, where: str) -> Event:
+    """The event one stored line holds (its newline optional), checked to be one event of
+    `session_id`: for copying a line as it is. LogError naming `where` otherwise."""
+    text = line[:-1] if line.endswith(b"\n") else line
+    if not text.strip() or b"\n" in text:
+        raise LogError(f"{where}: -: a line must hold exactly one event (a blank line is not copied)")
+    try:
+        ev = Event.from_dict(orjson.loads(text), where=where)
+    except orjson.JSONDecodeError as exc:
+        raise LogError(f"{where}: -: not JSON ({exc})") from None
+    if ev.session_id != session_id:
+        raise LogError(f"{where}: session_id: the event belongs to {ev.session_id!r}, not {session_id!r}")
+    return ev
+
+
 def canonical(obj: Any) -> bytes:
     """The one canonical encoding: UTF-8 JSON with sorted keys, no spaces."""
     return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)

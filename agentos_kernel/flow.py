@@ -17,6 +17,7 @@ from .session import RunResult, Session
 if TYPE_CHECKING:
     from .hooks import HookBus
     from .jsonl_store import JsonlEventStore
+    from .pg_store import PostgresEventStore
     from .profile import RuntimeProfile
     from .skills import SkillRegistry
 
@@ -27,7 +28,7 @@ class RequestFlow:
     hooks: HookBus
     skills: SkillRegistry
     profile: RuntimeProfile
-    store: JsonlEventStore
+    store: JsonlEventStore | PostgresEventStore
     start_session: Callable[..., Session | Err]
 
     @staticmethod

@@ -10,6 +10,7 @@ mid-append) is reported beside it and set aside; `repair_torn` moves it to
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -237,29 +238,43 @@ def verify_log(path: Path, expected_head: str | None = None) -> VerifyReport:
     """Check a log line by line; streaming, one pass. `expected_head` (a head noted earlier,
     e.g. from a previous `agentos verify`) also proves an appended or cut-off tail."""
     path = Path(path)
+    with path.open("rb") as f:
+        return verify_lines(f, path, expected_head)
+
+
+def verify_session(store: Any, session_id: str, expected_head: str | None = None) -> VerifyReport:
+    """`verify_log` of one session of a store (JSONL or PostgreSQL: anything with `lines` and
+    `path`), over its lines as stored."""
+    return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head)
+
+
+def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None = None) -> VerifyReport:
+    """`verify_log` over a log's lines (each with its newline) from anywhere, e.g. a database
+    (pg_store.PostgresEventStore.lines); `path` names the log in the report."""
     scan = _Scan(path, expected_head)
     torn: TornTail | None = None
     notes: list[str] = []
     unterminated = False
-    with path.open("rb") as f:
-        for n, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                if not raw.endswith(b"\n"):  # the final segment: torn, set aside
-                    torn = TornTail(path, n, f.tell() - len(raw), len(raw))
-                    break
-                scan.events += 1
-                if scan.problem is None:
-                    scan.problem = Finding("bad-envelope", n, None, f"line {n} is not JSON ({exc}): a "
-                                           "line in the middle of a log is never torn, so it was damaged")
-                continue
-            if not raw.endswith(b"\n"):
-                unterminated = True
-                notes.append(f"line {n} is complete but has no final newline (--repair adds it)")
-            scan.line(n, obj)
+    offset = 0
+    for n, raw in enumerate(lines, 1):
+        offset += len(raw)
+        if not raw.strip():
+            continue
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            if not raw.endswith(b"\n"):  # the final segment: torn, set aside
+                torn = TornTail(path, n, offset - len(raw), len(raw))
+                break
+            scan.events += 1
+            if scan.problem is None:
+                scan.problem = Finding("bad-envelope", n, None, f"line {n} is not JSON ({exc}): a "
+                                       "line in the middle of a log is never torn, so it was damaged")
+            continue
+        if not raw.endswith(b"\n"):
+            unterminated = True
+            notes.append(f"line {n} is complete but has no final newline (--repair adds it)")
+        scan.line(n, obj)
     return scan.report(torn, notes, unterminated)
 
 

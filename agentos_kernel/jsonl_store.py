@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .durability import Durability, LogWriter
-from .events import LOG_NAME, Event, canonical, check_session_id, read_log
+from .events import LOG_NAME, Event, canonical, check_session_id, line_event, read_log
 from .sessionlock import LOCK_NAME, SessionLocked
 
 
@@ -55,6 +55,21 @@ class JsonlEventStore:
         writer = self._open.get(event.session_id) or self._claim(event.session_id, None)
         writer.write((line or canonical(event.to_dict())) + b"\n")
 
+    def append_line(self, session_id: str, line: bytes) -> None:
+        """Append one stored line exactly as given, newline added when missing (`agentos store
+        copy`). LogError when it is not one event of `session_id`."""
+        line_event(line, session_id, str(self.path(session_id)))
+        writer = self._open.get(session_id) or self._claim(session_id, None)
+        writer.write(line if line.endswith(b"\n") else line + b"\n")
+
+    def lines(self, session_id: str) -> Iterator[bytes]:
+        """The log's lines as stored, each with its newline (the last one may lack it);
+        KeyError when the session has no log."""
+        p = self.path(session_id)
+        if not p.is_file():
+            raise KeyError(f"no session {session_id!r}: {p} does not exist")
+        return _file_lines(p)
+
     def read(self, session_id: str) -> Iterator[Event]:
         p = self.path(session_id)
         if not p.is_file():
@@ -82,3 +97,8 @@ class JsonlEventStore:
         writer = self._open.pop(session_id, None)
         if writer is not None:
             writer.close()
+
+
+def _file_lines(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as f:
+        yield from f

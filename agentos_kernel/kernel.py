@@ -31,12 +31,14 @@ from .providers.registry import (  # noqa: F401  (key_env_of, ADAPTERS: the comp
 )
 from .recorder import SessionLog
 from .replay import Snapshot, replay_path
-from .replay_summary import RECENT, SnapshotSummary, summarize_path
+from .replay import replay as replay_events
+from .replay_summary import RECENT, SnapshotSummary, summarize, summarize_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
 from .session import Session
 from .sessionlock import SessionExists, SessionLinked, SessionLocked
 from .skills import SkillRegistry, discover
+from .store_factory import open_store
 from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
 from .workspace import Workspace, find_workspace, reference_dir
@@ -57,7 +59,7 @@ class Runtime(RequestFlow):
         self.faults = faults
         self.record_to: Path | None = None
         """A cassette file every answered model call is added to (`agentos run --record`)."""
-        self.store = JsonlEventStore(workspace.sessions, profile.durability)
+        self.store = open_store(profile, workspace.sessions, config.file)
         self._next_n: int | None = None
         self.watchers: list[Callable[[Event], None]] = []
         """Called with each event of this runtime's sessions once it is logged (`watching`)."""
@@ -268,8 +270,9 @@ class Runtime(RequestFlow):
     def amend(self, session_id: str, target_id: str, field: str, value: Any, reason: str) -> Event:
         """Correct an earlier event by appending `event.amended` (never an edit in place).
         The session is claimed first: SessionLocked while another writer has it open."""
-        if not ends_complete(self.store.path(session_id)):  # appending would glue onto it
-            raise LogError(f"{self.store.path(session_id)}: the log ends in a torn or unterminated "
+        log = self.log_file(session_id)
+        if log is not None and not ends_complete(log):  # appending would glue onto it
+            raise LogError(f"{log}: the log ends in a torn or unterminated "
                            f"line; set it aside first: agentos verify {session_id} --repair")
         self.store.reopen(session_id)
         try:
@@ -289,14 +292,28 @@ class Runtime(RequestFlow):
     def replay(self, session_id: str, at: int | None = None) -> Snapshot:
         """The snapshot recomputed from the log alone."""
         if not self.store.exists(session_id):
-            raise KeyError(f"no session {session_id!r} in {self.workspace.sessions}")
-        return replay_path(self.store.path(session_id), at)
+            raise KeyError(f"no session {session_id!r} in {self.store_name}")
+        log = self.log_file(session_id)
+        return replay_path(log, at) if log is not None else replay_events(self.store.read(session_id), at)
 
     def replay_summary(self, session_id: str, at: int | None = None,
                        recent: int = RECENT) -> SnapshotSummary:
         """`replay` in bounded memory (snapshot_v2): counts, tallies and the last `recent`
         tool calls, hook decisions, violations and errors, for logs of any length."""
         if not self.store.exists(session_id):
-            raise KeyError(f"no session {session_id!r} in {self.workspace.sessions}")
-        return summarize_path(self.store.path(session_id), at, recent)
+            raise KeyError(f"no session {session_id!r} in {self.store_name}")
+        log = self.log_file(session_id)
+        if log is None:
+            return summarize(self.store.read(session_id), at, recent)
+        return summarize_path(log, at, recent)
+
+    def log_file(self, session_id: str) -> Path | None:
+        """The session's `.events.jsonl` when this runtime stores JSONL, else None (its
+        events are in a database: read them with `self.store.read`)."""
+        return self.store.path(session_id) if isinstance(self.store, JsonlEventStore) else None
+
+    @property
+    def store_name(self) -> str:
+        """Where this runtime's sessions are, for messages: the sessions folder or `postgres:ENV`."""
+        return str(getattr(self.store, "name", self.workspace.sessions))
 

@@ -11,7 +11,7 @@ from .builtin_tools import BUILTIN_TOOLS
 from .errors import ContractError, Problem
 from .hooks import HOOK_EVENTS
 from .hooks.loader import resolve_callable
-from .profile import WorkspaceConfig, load_config
+from .profile import RuntimeProfile, WorkspaceConfig, load_config
 from .recorder import CHECKED_ON_USE, EVENT_SCHEMAS
 from .roles import load_agents
 from .schemas import SchemaRegistry
@@ -65,6 +65,7 @@ def profile_findings(config: WorkspaceConfig, selected: str | None, root: Path
         bad = cassette_problem(config.file, prof, root)[1]
         if bad is not None:
             (problems if prof.name == selected else warnings).append(bad)
+        _store_env(config.file, prof, problems if prof.name == selected else warnings)
         env = key_env_of(prof)
         if not env or os.environ.get(env):
             continue
@@ -77,6 +78,16 @@ def profile_findings(config: WorkspaceConfig, selected: str | None, root: Path
             warnings.append(Problem(config.file, field, f"{env} is not set; a run with --profile "
                                     f"{prof.name} fails at its first model call until it is exported"))
     return problems, warnings
+
+
+def _store_env(file: str, prof: RuntimeProfile, found: list[Problem]) -> None:
+    """A postgres event store whose DSN variable is not set: the run could not store a thing."""
+    env = prof.event_store.dsn_env
+    if prof.event_store.kind == "postgres" and env and not os.environ.get(env):
+        found.append(Problem(file, f"profiles.{prof.name}.event_store.dsn_env",
+                             f"{env} is not set; export the PostgreSQL connection string there "
+                             f"(export {env}=postgresql://ROLE@HOST/DB) before running profile "
+                             f"{prof.name!r} (docs/class-server.md)"))
 
 
 def _contracts(ws: Workspace, profile: str | None, warnings: list[Problem]) -> list[Problem]:

@@ -27,6 +27,8 @@ OTHER_TEAMS = (TESTS / "workflows", TESTS / "jupyter")  # their fixtures, their 
 # Student submissions graded by tests/labs/test_grade*.py: their tests run inside the grader's
 # sandbox, never as part of this suite.
 collect_ignore_glob = ["labs/submissions/*"]
+# A throwaway PostgreSQL server (pg_server, pg_db, pg_admin_dsn) for the event store's tests.
+pytest_plugins = ["tests.pg_server"]
 
 
 def _stray_workspaces() -> list[Path]:

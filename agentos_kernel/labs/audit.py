@@ -13,7 +13,7 @@ What a log must show for each check is written down in docs/log-format.md ("Audi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,12 +104,23 @@ def outside(file: Path, root: Path | str) -> str | None:
     return None
 
 
-def read_entries(file: Path) -> tuple[list[Entry], list[Gap]]:
-    """The lines of `file` that are events (with their line numbers), and an `envelope`
-    gap for each line that is not."""
+def audit_lines(lines: Iterable[bytes], name: str) -> AuditReport:
+    """`audit_log` of a log's lines from anywhere (a session in PostgreSQL: its stored lines);
+    `name` names the log in the report."""
+    entries, gaps = read_entries(name, lines)
+    notes: list[str] = []
+    gaps += audit_checks.run_all(entries, notes)
+    return AuditReport(name, len(entries), tuple(gaps), tuple(notes))
+
+
+def read_entries(file: Path | str, lines: Iterable[bytes] | None = None) -> tuple[list[Entry], list[Gap]]:
+    """The lines of `file` (or the given `lines` of the log `file` names) that are events
+    (with their line numbers), and an `envelope` gap for each line that is not."""
     entries: list[Entry] = []
     gaps: list[Gap] = []
-    for n, line in _lines(file):
+    numbered = _lines(Path(file)) if lines is None else (
+        (n, line) for n, line in enumerate(lines, 1) if line.strip())
+    for n, line in numbered:
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
@@ -159,4 +170,4 @@ def envelope_problem(obj: Any, where: str) -> str | None:
     return None
 
 
-__all__ = ["AuditReport", "Gap", "audit_log", "find_logs", "log_file", "read_entries"]
+__all__ = ["AuditReport", "Gap", "audit_lines", "audit_log", "find_logs", "log_file", "read_entries"]

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from ..jsonshape import printable
-from .audit import AuditReport, Gap, audit_log, find_logs
+from .audit import AuditReport, Gap, audit_lines, audit_log, find_logs
 
 EXIT_CLEAN, EXIT_GAP, EXIT_BAD_PATH = 0, 1, 2
 
@@ -41,7 +41,24 @@ def report_lines(report: AuditReport) -> list[str]:
     return lines
 
 
+def _store_reports(target: str) -> list[AuditReport]:
+    """The audit of every session of a PostgreSQL store (`postgres:ENV[/OWNER]`)."""
+    from ..store_factory import pg_store_of
+
+    store = pg_store_of(target)
+    sids = store.sessions()
+    if not sids:
+        raise FileNotFoundError(f"{target}: holds no session")
+    return [audit_lines(store.lines(sid), str(store.path(sid))) for sid in sids]
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
+    if args.path.startswith("postgres:"):
+        try:
+            return _print(args, _store_reports(args.path))
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"agentos: error: {printable(str(exc))}", file=sys.stderr)
+            return EXIT_BAD_PATH
     try:
         logs = find_logs(args.path)
     except FileNotFoundError as exc:
@@ -50,7 +67,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:  # a path no file system can hold (too long, a NUL)
         print(f"agentos: error: {args.path!r}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return EXIT_BAD_PATH
-    reports = [audit_log(p, root=args.path) for p in logs]  # a link out of PATH is not read
+    return _print(args, [audit_log(p, root=args.path) for p in logs])  # a link out of PATH is not read
+
+
+def _print(args: argparse.Namespace, reports: list[AuditReport]) -> int:
     bad = [r for r in reports if not r.ok]
     if args.json:
         print(json.dumps({"ok": not bad, "logs": [r.to_dict() for r in reports]}, indent=2,
@@ -76,8 +96,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "(check, seq, line, what). Exit 0 clean, 1 any gap, 2 no log at PATH. "
                     "The rules: docs/log-format.md.")
     p.add_argument("path", metavar="PATH",
-                   help="a .events.jsonl file, a session directory, or a directory of session "
-                        "directories (each <id>/.events.jsonl is audited)")
+                   help="a .events.jsonl file, a session directory, a directory of session "
+                        "directories (each <id>/.events.jsonl is audited), or postgres:ENV[/OWNER]: "
+                        "every session of that PostgreSQL store (docs/class-server.md)")
     p.add_argument("--json", action="store_true",
                    help="print {ok, logs: [{path, events, ok, gaps: [{check, seq, line, what}], "
                         "notes}]} instead")

@@ -1,7 +1,8 @@
 """The EventStore contract (L4): every store implementation must pass this one class.
 
-To add an implementation (say PostgreSQL), add one factory to STORES: it builds an empty
-store and says how to read back the stored bytes of each event of a session, in order.
+Each implementation is one factory in STORES: it builds an empty store and says how to read
+back the stored bytes of each event of a session, in order. The PostgreSQL one runs against a
+real server (tests/pg_server.py) and skips, saying why, where none can be started.
 """
 
 from __future__ import annotations
@@ -37,14 +38,34 @@ def _jsonl(tmp_path: Path) -> StoreUnderTest:
     return StoreUnderTest(store, records, lambda: JsonlEventStore(tmp_path / "sessions"))
 
 
-STORES: dict[str, Callable[[Path], StoreUnderTest]] = {
-    "jsonl": _jsonl,
+def _postgres(request: pytest.FixtureRequest) -> StoreUnderTest:
+    """A fresh migrated database (tests/pg_server.py), as one student role: the rows it holds
+    are read back with the superuser's connection, past the store."""
+    import psycopg
+
+    from agentos_kernel.pg_store import PostgresEventStore
+
+    db = request.getfixturevalue("pg_db")
+    dsn = db.student(f"contract_{db.name}")
+
+    def records(session_id: str) -> list[bytes]:
+        with psycopg.connect(db.admin_dsn) as conn:
+            rows = conn.execute("SELECT line FROM agentos.events WHERE session_id = %s ORDER BY pos",
+                                (session_id,)).fetchall()
+        return [r[0].encode() + b"\n" for r in rows]
+
+    return StoreUnderTest(PostgresEventStore(dsn), records, lambda: PostgresEventStore(dsn))
+
+
+STORES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreUnderTest]] = {
+    "jsonl": lambda request, tmp_path: _jsonl(tmp_path),
+    "postgres": lambda request, tmp_path: _postgres(request),
 }
 
 
 @pytest.fixture(params=sorted(STORES))
 def sut(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnderTest]:
-    made = STORES[request.param](tmp_path)
+    made = STORES[request.param](request, tmp_path)
     yield made
     for sid in made.store.sessions():
         made.store.close(sid)
