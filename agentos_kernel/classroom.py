@@ -102,7 +102,7 @@ def simulate_class(root: Path | str, students: int = 100, sessions: int = 10, *,
             lab = labs[k * len(labs) // sessions]
             count[lab] = count.get(lab, 0) + 1
             sid = f"{lab}.{count[lab]}"
-            start = labs.index(lab) * _DAY_MS + _MEETS_MS + rng.randrange(_SLOT_MS)
+            start = labs.index(lab) * _DAY_MS + _MEETS_MS + rng.randrange(_SLOT_MS // 60_000) * 60_000
             preset = None
             if presets.get(lab) and rng.random() < fail_share:
                 preset = rng.choice(presets[lab])
