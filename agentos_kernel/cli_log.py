@@ -17,25 +17,17 @@ from pathlib import Path
 
 from .cli import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
 from .events import LOG_NAME, TornTailWarning, check_session_id
-from .integrity import VerifyReport, repair_torn, verify_lines, verify_log
-from .kernel import Runtime
+from .integrity import VerifyReport, repair_torn, verify_log, verify_session
 from .replay_summary import RECENT
 from .trace import LAYERS, select, trace_lines
 from .workspace import find_workspace
 
 
-def verify_session(rt: Runtime, sid: str, head: str | None = None) -> VerifyReport:
-    """`verify_log` of a session of the runtime's store: its file, or its rows in PostgreSQL."""
-    log = rt.log_file(sid)
-    if log is not None:
-        return verify_log(log, head)
-    return verify_lines(rt.store.lines(sid), rt.store.path(sid), head)
-
-
-def _checked(rt: Runtime, sid: str, strict: bool) -> int | None:
-    """Verify before reading: a warning line per finding on stderr. The exit code when the
-    log must not be shown (empty, or not ok under --strict), else None."""
-    report = verify_session(rt, sid)
+def _checked(log: Path | VerifyReport, sid: str, strict: bool) -> int | None:
+    """Verify before reading (a log file, or the report of a store's session): a warning line
+    per finding on stderr. The exit code when the log must not be shown (empty, or not ok
+    under --strict), else None."""
+    report = log if isinstance(log, VerifyReport) else verify_log(log)
     for f in report.findings:
         where = f"line {f.line}: " if f.line else ""
         print(f"agentos: warning: {sid} does not verify: {where}{f.kind}: {f.message} "
@@ -48,7 +40,8 @@ def _checked(rt: Runtime, sid: str, strict: bool) -> int | None:
 def cmd_replay(args: argparse.Namespace) -> int:
     rt = _runtime(args)
     sid = _session_arg(args.session_id)
-    if rt.store.exists(sid) and (code := _checked(rt, sid, args.strict)) is not None:
+    if rt.store.exists(sid) and (code := _checked(verify_session(rt.store, sid), sid, args.strict)
+                                 ) is not None:
         return code
     if args.recent is not None and not args.summary:
         raise UsageError("--recent sets how many items --summary keeps; add --summary")
@@ -81,7 +74,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_events(args: argparse.Namespace) -> int:
     rt = _runtime(args)
     sid = _session_arg(args.session_id)
-    if rt.store.exists(sid) and (code := _checked(rt, sid, args.strict)) is not None:
+    if rt.store.exists(sid) and (code := _checked(verify_session(rt.store, sid), sid, args.strict)
+                                 ) is not None:
         return code
     try:
         with warnings.catch_warnings():
@@ -143,7 +137,7 @@ def _store_reports(args: argparse.Namespace) -> list[VerifyReport] | None:
         raise UsageError("--repair sets a torn line aside in a file; a database row is never torn")
     if args.head is not None and len(sids) != 1:
         raise UsageError(f"--head anchors one log; {args.target} holds {len(sids)}")
-    return [verify_lines(store.lines(s), store.path(s), args.head) for s in sids]
+    return [verify_session(store, s, args.head) for s in sids]
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

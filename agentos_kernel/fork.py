@@ -4,7 +4,7 @@ A fork is a new session whose log begins with the parent's first k events, then 
 `session.forked` event naming the parent and k, then whatever the runtime does live from
 the snapshot at k, under the fork's own profile, hooks and fault plan.
 
-- The parent's log is verified first (integrity.verify_log): a log whose chain or envelope
+- The parent's log is verified first (integrity.verify_session): a log whose chain or envelope
   does not verify is refused, since its events would be copied as if true. A torn final
   line (a killed writer) is no finding: the complete lines before it can be forked.
 - The k events are copied through the fork's own SessionLog: the same type, actor and
@@ -30,7 +30,7 @@ from typing import Any
 
 from .errors import DomainError, Err, ErrorCode, Result
 from .events import Event, TornTailWarning, check_session_id
-from .integrity import verify_log
+from .integrity import verify_session
 from .kernel import Runtime
 from .logdiff import rename_session
 from .pwr import STAGES, Resume
@@ -97,7 +97,7 @@ def fork(rt: Runtime, parent: str, at: int, *, session_id: str | None = None,
             f"copy it from {reference_dir() / 'schemas' / 'events' / (FORKED_SCHEMA + '.json')}"))
     if not rt.store.exists(parent):
         return _refused(ErrorCode.UNKNOWN_ID, f"no session {parent!r} in {rt.workspace.sessions}")
-    report = verify_log(rt.store.path(parent))
+    report = verify_session(rt.store, parent)
     if report.problem is not None:
         where = f"line {report.problem.line}: " if report.problem.line else ""
         return _refused(ErrorCode.CONFIG_INVALID,

@@ -242,6 +242,12 @@ def verify_log(path: Path, expected_head: str | None = None) -> VerifyReport:
         return verify_lines(f, path, expected_head)
 
 
+def verify_session(store: Any, session_id: str, expected_head: str | None = None) -> VerifyReport:
+    """`verify_log` of one session of a store (JSONL or PostgreSQL: anything with `lines` and
+    `path`), over its lines as stored."""
+    return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head)
+
+
 def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None = None) -> VerifyReport:
     """`verify_log` over a log's lines (each with its newline) from anywhere, e.g. a database
     (pg_store.PostgresEventStore.lines); `path` names the log in the report."""

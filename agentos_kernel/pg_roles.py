@@ -9,14 +9,14 @@ import re
 
 from .pg_schema import INSTRUCTOR_GROUP, STUDENT_GROUP
 
-_ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_ROLE = re.compile(r"^[a-z0-9_][a-z0-9_]{0,62}$")
 
 
 def check_role_name(name: str) -> str | None:
     """None when `name` is usable as a role (lowercase letters, digits, `_`; at most 63), else why."""
     if not isinstance(name, str) or not _ROLE.fullmatch(name):
         return (f"invalid role name {name!r}: use 1-63 lowercase letters, digits or '_', "
-                "starting with a letter or '_'")
+                "e.g. a student number")
     if name.startswith("pg_") or name in (STUDENT_GROUP, INSTRUCTOR_GROUP):
         return f"invalid role name {name!r}: reserved (pg_*, {STUDENT_GROUP}, {INSTRUCTOR_GROUP})"
     return None

@@ -14,7 +14,7 @@ Policies:
 - One connection pool per process and DSN (`pool_max` connections); one transaction per
   append (each event is committed before `append` returns: nothing is batched). Commits
   are synchronous, so a committed event survives a crash of the server, except with the
-  profile's `fsync: never`, which turns synchronous_commit off for this store's appends.
+  profile's `fsync: never`, which turns synchronous_commit off for this store's connections.
 - Owners: a role writes its own rows only (row-level security). `owner=` names whose
   sessions this store reads (an instructor reading a student's); such a store is read-only.
 """
@@ -37,7 +37,7 @@ from .sessionlock import SessionExists, SessionLocked
 EXTRA_HINT = 'pip install "agentos-kernel[postgres]" (psycopg 3 and psycopg-pool)'
 _APP = "agentos-kernel pid"
 _PAGE = 500  # rows per read query: reads stream in pages, holding no connection between them
-_pools: dict[tuple[str, int], Any] = {}
+_pools: dict[tuple[str, int, bool], Any] = {}
 _pools_lock = threading.Lock()
 
 
@@ -55,19 +55,25 @@ def connect(dsn: str, **kwargs: Any) -> Any:
     return _psycopg().connect(dsn, application_name=f"{_APP} {os.getpid()}", **kwargs)
 
 
-def pool_for(dsn: str, size: int) -> Any:
-    """The process's pool for `dsn` (made on first use, closed at exit)."""
+def pool_for(dsn: str, size: int, synchronous: bool = True) -> Any:
+    """The process's pool for `dsn` (made on first use, closed at exit). Its connections are
+    in autocommit: each INSERT is one transaction, committed in one round trip; with
+    `synchronous=False` they commit without waiting for the WAL flush."""
     _psycopg()
     try:
         from psycopg_pool import ConnectionPool
     except ImportError as exc:
         raise ImportError(f"the postgres event store needs psycopg-pool ({exc}): {EXTRA_HINT}") from None
+    key = (dsn, size, synchronous)
     with _pools_lock:
-        pool = _pools.get((dsn, size))
+        pool = _pools.get(key)
         if pool is None or pool.closed:
-            pool = _pools[dsn, size] = ConnectionPool(
-                dsn, min_size=1, max_size=size, open=True, name=f"agentos-{len(_pools)}",
-                kwargs={"application_name": f"{_APP} {os.getpid()}"})
+            connect(dsn).close()  # a bad DSN or password fails here, saying so, not after a pool timeout
+            kwargs: dict[str, Any] = {"application_name": f"{_APP} {os.getpid()}", "autocommit": True}
+            if not synchronous:
+                kwargs["options"] = "-c synchronous_commit=off"
+            pool = _pools[key] = ConnectionPool(dsn, min_size=1, max_size=size, open=True,
+                                                name=f"agentos-{len(_pools)}", kwargs=kwargs)
         return pool
 
 
@@ -120,7 +126,7 @@ class PostgresEventStore:
         return Path(f"{self.name}/{self.owner}/{_checked(session_id)}")
 
     def _pool(self) -> Any:
-        return pool_for(self.dsn, self.pool_max)
+        return pool_for(self.dsn, self.pool_max, self.durability.fsync != "never")
 
     # -- claims ------------------------------------------------------------------------
     def create(self, session_id: str) -> None:
@@ -179,11 +185,15 @@ class PostgresEventStore:
         with self._mutex:
             if self._claims.pop(session_id, None) is None:
                 return
-            if self._lock_conn is not None and not self._lock_conn.closed:
+            if self._lock_conn is None or self._lock_conn.closed:
+                return  # its lock went with the connection
+            try:
                 self._unlock(_lock_key(self.me, session_id))
-                if not self._claims:  # no session held: give the server its connection back
-                    self._lock_conn.close()
-                    self._lock_conn = None
+            except _psycopg().Error:  # the connection broke: the server dropped its locks with it
+                self._lock_conn.close()
+            if not self._claims or self._lock_conn.closed:  # nothing held: give the connection back
+                self._lock_conn.close()
+                self._lock_conn = None
 
     # -- writing -----------------------------------------------------------------------
     def append(self, event: Event) -> None:
@@ -199,9 +209,7 @@ class PostgresEventStore:
 
     def _insert(self, session_id: str, eid: str, type_: str, ts: str, line: str) -> None:
         pos = self._claims.get(session_id) or self._claim(session_id, None)
-        with self._pool().connection() as conn, conn.transaction():
-            if self.durability.fsync == "never":
-                conn.execute("SET LOCAL synchronous_commit = off")
+        with self._pool().connection() as conn:  # autocommit: the INSERT is its own transaction
             conn.execute("INSERT INTO agentos.events (session_id, pos, id, type, ts, line) "
                          "VALUES (%s, %s, %s, %s, %s, %s)", (session_id, pos, eid, type_, ts, line))
         self._claims[session_id] = pos + 1

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .profile import RuntimeProfile
 
 PG_PREFIX = "postgres:"
-_TARGET = re.compile(r"^postgres:([A-Z_][A-Z0-9_]*)(?:/([a-z_][a-z0-9_]{0,62}))?$")
+_TARGET = re.compile(r"^postgres:([A-Z_][A-Z0-9_]*)(?:/([a-z0-9_][a-z0-9_]{0,62}))?$")
 
 
 def dsn_from_env(env: str, where: str, field: str) -> str:

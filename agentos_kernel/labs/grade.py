@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import rubric, sandbox
 from .model import CRITERIA, CriterionResult, SubmissionGrade
+from .observability import LogSource
 from .submission import find_submissions, language
 from .suite import find_tests
 from .testrun import SuiteRun, run_suite
@@ -55,8 +56,10 @@ def _guarded(key: str, fn: Callable[[], CriterionResult]) -> CriterionResult:
                                "please report it with the submission")
 
 
-def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> SubmissionGrade:
-    """Grade one submission folder on every criterion."""
+def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
+                     logs: LogSource | None = None) -> SubmissionGrade:
+    """Grade one submission folder on every criterion (`logs`: where its example log is read
+    from when not from the folder, e.g. the class's PostgreSQL store)."""
     start = time.monotonic()
     path = Path(path)
     lang = language(path)
@@ -71,7 +74,7 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Submiss
         checks: dict[str, Callable[[], CriterionResult]] = {
             "runtime_boundary": lambda: rubric.runtime_boundary(path, lang),
             "contract_discipline": lambda: rubric.contract_discipline(path),
-            "observability": lambda: rubric.observability(path),
+            "observability": lambda: rubric.observability(path, logs),
             "safety": lambda: rubric.safety(tests, run1),
             "determinism": lambda: rubric.determinism(tests, run1, run2),
             "documentation": lambda: rubric.documentation(path),
@@ -93,7 +96,8 @@ def _with_notes(r: CriterionResult, notes: list[str]) -> CriterionResult:
 
 
 def grade_all(directory: Path, *, jobs: int | None = None, timeout: float = DEFAULT_TIMEOUT,
-              progress: Callable[[int, int, SubmissionGrade], None] | None = None) -> list[SubmissionGrade]:
+              progress: Callable[[int, int, SubmissionGrade], None] | None = None,
+              logs: LogSource | None = None) -> list[SubmissionGrade]:
     """Grade every submission folder in `directory` (sorted by student). NoSubmissions when there
     is none; GradingUnavailable when pytest is missing."""
     folders = find_submissions(directory)
@@ -102,7 +106,7 @@ def grade_all(directory: Path, *, jobs: int | None = None, timeout: float = DEFA
     sandbox.probe()  # once, before the workers start
     grades: list[SubmissionGrade] = []
     with ThreadPoolExecutor(max_workers=jobs or default_jobs(), thread_name_prefix="grade") as pool:
-        futures = [pool.submit(grade_submission, f, timeout=timeout) for f in folders]
+        futures = [pool.submit(grade_submission, f, timeout=timeout, logs=logs) for f in folders]
         for done, fut in enumerate(as_completed(futures), 1):
             grade = fut.result()
             grades.append(grade)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..jsonshape import printable
@@ -42,6 +43,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, metavar="N", help="submissions graded at once (default: one per core)")
     p.add_argument("--timeout", type=_positive, metavar="S",
                    help="seconds each test run may take before it is killed (default: 60)")
+    p.add_argument("--logs", metavar="postgres:ENV",
+                   help="read each student's sessions/example log from this PostgreSQL store (the "
+                        "role named like the student's folder; connect as an instructor role) "
+                        "instead of the folder: docs/class-server.md")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: only when stderr is a terminal)")
     p.set_defaults(fn=cmd_grade)
@@ -64,6 +69,25 @@ def _target_problem(target: Path) -> str | None:
     return None
 
 
+def _store_logs(target: str) -> Callable[[str], bytes]:
+    """Student -> the bytes of their `example` session in the PostgreSQL store `target`."""
+    from ..store_factory import pg_store_of
+
+    if "/" in target:
+        raise ValueError(f"{target}: name the store only (postgres:ENV): each student's role is "
+                         "the name of their folder")
+    store = pg_store_of(target)
+
+    def example_of(student: str) -> bytes:
+        own = type(store)(store.dsn, owner=student, name=store.name)
+        try:
+            return b"".join(own.lines("example"))
+        except ValueError as exc:  # a folder name that is no role name
+            raise LookupError(f"{target}: {exc}") from None
+
+    return example_of
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     """Run the grading; print; write the requested files."""
     from .grade import DEFAULT_TIMEOUT, GradingUnavailable, grade_all
@@ -78,11 +102,16 @@ def cmd_grade(args: argparse.Namespace) -> int:
         if problem:
             print(f"agentos: error: {printable(str(target))}: {problem}", file=sys.stderr)
             return EXIT_USAGE
+    try:
+        logs = _store_logs(args.logs) if args.logs is not None else None
+    except ValueError as exc:
+        print(f"agentos: error: --logs {printable(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     progress = Progress(sys.stderr) if show else None
     try:
         grades = grade_all(args.dir, jobs=args.jobs, timeout=args.timeout or DEFAULT_TIMEOUT,
-                           progress=progress)
+                           progress=progress, logs=logs)
     except (NoSubmissions, GradingUnavailable) as exc:
         print(f"agentos: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE

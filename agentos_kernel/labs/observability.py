@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ SPEC_KEYS = ("closed", "output", "cost", "agents", "tools_invoked")
 EXTENDED_KEYS = ("ok", "session_id", "events", "llm_calls", "skill", "state", "close_reason",
                  "rework_count", "escalated", "amendments")
 FIX = "regenerate replay_snapshot.json by replaying sessions/example/.events.jsonl"
+LogSource = Callable[[str], bytes]
+"""A student's (submission folder's) example log from elsewhere; LookupError names what is missing."""
 
 
 def replay_log(data: bytes) -> Snapshot:
@@ -104,17 +107,20 @@ def _short(v: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def check(root: Path) -> CriterionResult:
-    """The observability criterion for the submission at `root`."""
-    from .audit import audit_log  # the audit branch's module; imported on use
+def check(root: Path, log: LogSource | None = None) -> CriterionResult:
+    """The observability criterion for the submission at `root`; with `log`, its example log
+    is read from there (a PostgreSQL store: `agentos grade --logs`) instead of its folder."""
+    from .audit import audit_lines, audit_log  # the audit branch's module; imported on use
 
     problems: list[str] = []
     try:
-        data = read_bytes(root, LOG)
-    except SubmissionFileError as exc:
-        return fail(KEY, [f"{exc}: submit the session log the runtime wrote for the canonical request"])
+        data = read_bytes(root, LOG) if log is None else log(root.name)
+    except (SubmissionFileError, LookupError) as exc:
+        return fail(KEY, [f"{exc.args[0] if exc.args else exc}: submit the session log the runtime "
+                          "wrote for the canonical request"])
     try:
-        report = audit_log(inside(root, LOG))
+        report = audit_log(inside(root, LOG)) if log is None else \
+            audit_lines(data.splitlines(keepends=True), LOG)
     except LogError as exc:
         return fail(KEY, [f"{exc}: the log cannot be audited"])
     problems += [f"{LOG}{'' if g.line is None else f':{g.line}'}: audit {g.check}: {g.what}"

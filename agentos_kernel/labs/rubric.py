@@ -29,9 +29,10 @@ def contract_discipline(root: Path) -> CriterionResult:
     return contracts.check(root)
 
 
-def observability(root: Path) -> CriterionResult:
-    """The example log audits clean and replay_snapshot.json equals its replay."""
-    return observe.check(root)
+def observability(root: Path, log: observe.LogSource | None = None) -> CriterionResult:
+    """The example log (from the folder, or from `log`) audits clean and replay_snapshot.json
+    equals its replay."""
+    return observe.check(root, log)
 
 
 def documentation(root: Path) -> CriterionResult:

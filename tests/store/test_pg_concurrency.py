@@ -10,7 +10,6 @@ import sys
 import threading
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from agentos_kernel.events import Event, chain_of, verify_chain
@@ -20,6 +19,8 @@ from agentos_kernel.sessionlock import SessionLocked
 
 from ..helpers import REPO
 from ..pg_server import PgDatabase
+
+psycopg = pytest.importorskip("psycopg", reason='needs psycopg 3: pip install -e ".[test]"')
 
 THREADS, SESSIONS_EACH, EVENTS = 6, 2, 15
 PROCS = 3

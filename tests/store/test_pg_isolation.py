@@ -8,7 +8,6 @@ from __future__ import annotations
 import threading
 import time
 
-import psycopg
 import pytest
 
 from agentos_kernel.events import Event
@@ -16,6 +15,8 @@ from agentos_kernel.pg_schema import LATEST, migrate, schema_version
 from agentos_kernel.pg_store import PostgresEventStore
 
 from ..pg_server import PgDatabase
+
+psycopg = pytest.importorskip("psycopg", reason='needs psycopg 3: pip install -e ".[test]"')
 
 
 def ev(sid: str, n: int) -> Event:

@@ -68,3 +68,34 @@ def test_validate_names_an_unset_dsn_variable(workspace: Path, cli: Cli,
     others = [p for p in profiles if p != "scripted"]
     code, out, err = cli("--workspace", workspace, "validate", "--profile", others[0])
     assert "AGENTOS_TEST_UNSET_DSN is not set" in out + err
+
+
+def test_amend_and_fork_work_on_the_postgres_store(workspace: Path, pg_db: PgDatabase,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.fork import fork
+    from agentos_kernel.integrity import verify_session
+
+    use_postgres(workspace)
+    monkeypatch.setenv("AGENTOS_PG_DSN", pg_db.student(f"amend_{pg_db.name}"))
+    rt = Runtime.from_workspace(workspace)
+    assert isinstance(rt.handle_user_request(CANONICAL), Ok)
+    target = rt.events("s0001")[3].id
+    amended = rt.amend("s0001", target, "actor", "planner", "mislabelled")
+    assert rt.store.tail("s0001") == amended
+    assert rt.replay("s0001").amendments, "replay folds the amendment from the rows"
+    assert verify_session(rt.store, "s0001").ok, "the chain continues across the amendment"
+    forked = fork(rt, "s0001", 10)
+    assert isinstance(forked, Ok), forked
+    assert verify_session(rt.store, forked.value.session_id).ok
+    assert rt.store.sessions() == ["s0001", forked.value.session_id]
+
+
+def test_a_wrong_password_is_one_line_naming_it(workspace: Path, pg_db: PgDatabase, cli: Cli,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    use_postgres(workspace)
+    dsn = pg_db.student(f"pw_{pg_db.name}")
+    monkeypatch.setenv("AGENTOS_PG_DSN", dsn.replace("@127.0.0.1", "x@127.0.0.1"))
+    code, _, err = cli("--workspace", workspace, "run", CANONICAL)
+    assert code == 2
+    assert err.startswith("agentos: error: postgres: OperationalError:")
+    assert "password authentication failed" in err and err.count("\n") == 1
