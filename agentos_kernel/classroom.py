@@ -83,14 +83,25 @@ def simulate_class(root: Path | str, students: int = 100, sessions: int = 10, *,
     seed: the scripted profile's logical clock starts at each session's simulated minute."""
     from .kernel import Runtime
     from .providers.faults import load_fault_plan
-    from .workspace import reference_dir
+    from .workspace import find_workspace, reference_dir
 
     rng = random.Random(seed)
     presets = LAB_FAULTS if lab_faults is None else lab_faults
     base = Path(root)
     names = tuple(f"student{i:03d}" for i in range(students))
     broken: dict[tuple[str, str], str] = {}
-    plans: dict[str, Any] = {}
+    loaded: dict[str | None, Runtime] = {}
+
+    def runtime(ws: Path, preset: str | None) -> Runtime:
+        # Every student's workspace is the same agentos.yaml over the reference contracts, so
+        # the contracts are read and checked once per fault plan (most of a load's time) and
+        # shared; each student's Runtime has its own workspace, so its own sessions/ store.
+        if preset not in loaded:
+            loaded[preset] = Runtime.from_workspace(ws, faults=load_fault_plan(preset) if preset else None)
+        t = loaded[preset]
+        return Runtime(find_workspace(ws), t.config, t.profile, t.schemas, t.agents, t.skills, t.tools,
+                       t.hooks, t.faults)
+
     for name in names:
         ws = base / name
         ws.mkdir(parents=True, exist_ok=False)
@@ -108,9 +119,7 @@ def simulate_class(root: Path | str, students: int = 100, sessions: int = 10, *,
                 preset = rng.choice(presets[lab])
                 broken[name, sid] = preset
             if preset not in runtimes:
-                if preset is not None and preset not in plans:
-                    plans[preset] = load_fault_plan(preset)
-                runtimes[preset] = Runtime.from_workspace(ws, faults=plans.get(preset) if preset else None)
+                runtimes[preset] = runtime(ws, preset)
             rt = runtimes[preset]
             rt.logical_start_ms = start
             rt.handle_user_request(f"hello, greet {rng.choice(NAMES)}", session_id=sid)
