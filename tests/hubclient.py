@@ -207,6 +207,9 @@ def running_hub(state: Path, password: str, admin_token: str, pg_admin_dsn: str 
         for p in family:  # whatever did not stop with it
             with contextlib.suppress(psutil.Error):
                 p.kill()
+        _, alive = psutil.wait_procs(family, timeout=10)
+        if alive:  # a teardown error in the report, never a process left behind silently
+            raise AssertionError(f"still running after the hub stopped: {[p.pid for p in alive]}")
 
 
 def _up(port: int) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from agentos_kernel.classroom import class_frame, postgres_source, sessions_per_student
@@ -72,6 +71,8 @@ def test_each_student_their_own_role_and_the_instructor_sees_the_class(
 
 
 def test_a_new_server_gets_a_new_password(tmp_path: Path, pg_db: PgDatabase) -> None:
+    import psycopg  # pg_db has skipped, saying why, when it is missing
+
     name = f"cy_{pg_db.name}"
     first = prepare_student(tmp_path / name, name, pg_db.admin_dsn)[DSN_ENV]
     second = prepare_student(tmp_path / name, name, pg_db.admin_dsn)[DSN_ENV]
