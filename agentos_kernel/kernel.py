@@ -61,6 +61,9 @@ class Runtime(RequestFlow):
         """A cassette file every answered model call is added to (`agentos run --record`)."""
         self.store = open_store(profile, workspace.sessions, config.file)
         self._next_n: int | None = None
+        self.logical_start_ms = 0
+        """With a deterministic profile: the logical clock's first reading, in ms after its epoch
+        (a simulated class spreads its sessions over the term; classroom.simulate_class)."""
         self.watchers: list[Callable[[Event], None]] = []
         """Called with each event of this runtime's sessions once it is logged (`watching`)."""
         self.gates: list[Callable[[Event], None]] = []
@@ -186,7 +189,8 @@ class Runtime(RequestFlow):
             return sid
         self.refresh_tools()
         det = self.profile.deterministic
-        log = SessionLog(self.store, self.schemas, LogicalClock() if det else SystemClock(),
+        clock = LogicalClock(self.logical_start_ms) if det else SystemClock()
+        log = SessionLog(self.store, self.schemas, clock,
                          CounterIds() if det else RandomIds(), sid, watchers=self.watchers,
                          gates=self.gates, **self._redaction())
         try:

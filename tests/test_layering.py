@@ -17,6 +17,7 @@ PACKAGE = Path(agentos_kernel.__file__).resolve().parent
 TOP = ("jupyter", "labs", "cli")
 # testing.py calls the CLI's init (the one implementation of it); __main__.py is the CLI
 ON_TOP = {"cli.py", "cli_log.py", "cli_fork.py", "cli_mcp.py", "cli_workspace.py", "cli_export.py",
+          "cli_store.py",
           "__main__.py", "testing.py"}
 # `%load_ext agentos_kernel` must find its entry point in the package's __init__.
 ENTRY_POINTS = {"__init__.py": {"jupyter.magics"}}

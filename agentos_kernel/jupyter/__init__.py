@@ -22,6 +22,8 @@ _LAZY = {
     "cost_whatif": "whatif", "CostWhatIf": "whatif",
     "LayerStepper": "widgets", "ReplayScrubber": "widgets", "diff_snapshots": "widgets",
     "LiveStepper": "livestep",
+    "sessions_figure": "class_figures", "failures_figure": "class_figures",
+    "lab_cost_figure": "class_figures", "class_timeline_figure": "class_figures",
 }
 
 __all__ = sorted([*_LAZY, "load_ipython_extension"])

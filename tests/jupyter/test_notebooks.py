@@ -15,7 +15,7 @@ from .conftest import NOTEBOOKS
 EXPECTED = [
     "00_tour", "01_L1_tools", "02_L2_providers", "03_L3_roles", "04_L4_events", "05_L5_skills",
     "06_L6_hooks", "07_L7_schemas", "08_L8_workflows", "09_replay_and_cost", "10_provider_swap",
-    "11_fork_and_diff",
+    "11_fork_and_diff", "12_class_dashboard",
 ]
 VOLATILE = [
     (re.compile(r" at 0x[0-9a-f]{6,}"), "a memory address"),
