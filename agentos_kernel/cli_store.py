@@ -114,8 +114,11 @@ def cmd_copy(args: argparse.Namespace) -> int:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     store = _store(args.target, src=True)
-    for sid in store.sessions():
+    found = store.sessions()
+    for sid in found:
         print(sid)
+    if not found:  # say so: under row-level security "none" may mean "none you may read"
+        print(f"{args.target}: no sessions that this role can read", file=sys.stderr)
     return EXIT_OK
 
 

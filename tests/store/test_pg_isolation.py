@@ -14,6 +14,7 @@ from agentos_kernel.events import Event
 from agentos_kernel.pg_schema import LATEST, migrate, schema_version
 from agentos_kernel.pg_store import PostgresEventStore
 
+from ..helpers import Cli
 from ..pg_server import PgDatabase
 
 psycopg = pytest.importorskip("psycopg", reason='needs psycopg 3: pip install -e ".[test]"')
@@ -132,3 +133,14 @@ def test_an_instructor_reads_every_students_sessions(pg_db: PgDatabase, alice_bo
 def test_migrate_is_versioned_and_idempotent(pg_db: PgDatabase) -> None:
     assert schema_version(pg_db.admin_dsn) == LATEST
     assert migrate(pg_db.admin_dsn) == [], "already current: nothing applied again"
+
+
+def test_store_sessions_as_a_student_names_what_it_cannot_read(
+        pg_db: PgDatabase, alice_bob: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
+        cli: Cli) -> None:
+    monkeypatch.setenv("AGENTOS_PG_DSN", alice_bob[1])
+    code, out, err = cli("store", "sessions", "postgres:AGENTOS_PG_DSN")
+    assert (code, out.split()) == (0, ["s0001"])
+    code, out, err = cli("store", "sessions", f"postgres:AGENTOS_PG_DSN/alice_{pg_db.name}")
+    assert code == 0 and out == "", out  # row-level security: alice's rows are not bob's to see
+    assert "no sessions that this role can read" in err
