@@ -14,11 +14,10 @@ from typing import Any
 from .builtin_tools import BUILTIN_TOOLS
 from .clock import CounterIds, LogicalClock, RandomIds, SystemClock, first_free, random_session_id
 from .errors import ContractError, DomainError, Err, ErrorCode, Problem, Result
-from .events import Event, LogError, check_session_id, ends_complete
+from .events import Event, check_session_id
 from .flow import RequestFlow
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
-from .jsonl_store import JsonlEventStore
 from .profile import RuntimeProfile, WorkspaceConfig, load_config
 from .providers.faults import FaultPlan
 from .providers.registry import (  # noqa: F401  (key_env_of, ADAPTERS: the composition root's API)
@@ -29,10 +28,8 @@ from .providers.registry import (  # noqa: F401  (key_env_of, ADAPTERS: the comp
     key_env_of,
     unknown_provider,
 )
+from .reading import SessionReading
 from .recorder import SessionLog
-from .replay import Snapshot, replay_path
-from .replay import replay as replay_events
-from .replay_summary import RECENT, SnapshotSummary, summarize, summarize_path
 from .roles import AgentDef, load_agents
 from .schemas import SchemaRegistry
 from .session import Session
@@ -44,7 +41,7 @@ from .validate import missing_schemas
 from .workspace import Workspace, find_workspace, reference_dir
 
 
-class Runtime(RequestFlow):
+class Runtime(RequestFlow, SessionReading):
     """One workspace's registries and one profile, ready to run a request (the request's
     flow itself is in flow.py)."""
 
@@ -265,59 +262,3 @@ class Runtime(RequestFlow):
         """Run an L8 cycle: Ok(CycleResult) for every verdict (workflows/engine.py)."""
         from .workflows.engine import run_cycle
         return run_cycle(self, cycle_id, prompt, session_id=session_id, mode=mode)
-
-    # -- reading ----------------------------------------------------------------------
-    def events(self, session_id: str) -> list[Event]:
-        """A session's events (KeyError names a session that has no log)."""
-        return list(self.store.read(session_id))
-
-    def amend(self, session_id: str, target_id: str, field: str, value: Any, reason: str) -> Event:
-        """Correct an earlier event by appending `event.amended` (never an edit in place).
-        The session is claimed first: SessionLocked while another writer has it open."""
-        log = self.log_file(session_id)
-        if log is not None and not ends_complete(log):  # appending would glue onto it
-            raise LogError(f"{log}: the log ends in a torn or unterminated "
-                           f"line; set it aside first: agentos verify {session_id} --repair")
-        self.store.reopen(session_id)
-        try:
-            if not any(e.id == target_id for e in self.store.read(session_id)):
-                raise KeyError(f"no event {target_id!r} in session {session_id!r}")
-            det = self.profile.deterministic
-            last = self.store.tail(session_id)
-            clock = LogicalClock.after(last.ts) if det and last else SystemClock()
-            log = SessionLog.resume(self.store, self.schemas, clock,
-                                    CounterIds() if det else RandomIds(), session_id,
-                                    **self._redaction())
-            return log.append("event.amended", "user", {"target_id": target_id, "field": field,
-                                                        "value": value, "reason": reason}, target_id)
-        finally:
-            self.store.close(session_id)
-
-    def replay(self, session_id: str, at: int | None = None) -> Snapshot:
-        """The snapshot recomputed from the log alone."""
-        if not self.store.exists(session_id):
-            raise KeyError(f"no session {session_id!r} in {self.store_name}")
-        log = self.log_file(session_id)
-        return replay_path(log, at) if log is not None else replay_events(self.store.read(session_id), at)
-
-    def replay_summary(self, session_id: str, at: int | None = None,
-                       recent: int = RECENT) -> SnapshotSummary:
-        """`replay` in bounded memory (snapshot_v2): counts, tallies and the last `recent`
-        tool calls, hook decisions, violations and errors, for logs of any length."""
-        if not self.store.exists(session_id):
-            raise KeyError(f"no session {session_id!r} in {self.store_name}")
-        log = self.log_file(session_id)
-        if log is None:
-            return summarize(self.store.read(session_id), at, recent)
-        return summarize_path(log, at, recent)
-
-    def log_file(self, session_id: str) -> Path | None:
-        """The session's `.events.jsonl` when this runtime stores JSONL, else None (its
-        events are in a database: read them with `self.store.read`)."""
-        return self.store.path(session_id) if isinstance(self.store, JsonlEventStore) else None
-
-    @property
-    def store_name(self) -> str:
-        """Where this runtime's sessions are, for messages: the sessions folder or `postgres:ENV`."""
-        return str(getattr(self.store, "name", self.workspace.sessions))
-
