@@ -14,7 +14,8 @@ import re
 import time
 from typing import Any
 
-from .bus import HookDecision, HookHandler, bounded
+from .bus import HookDecision, HookHandler
+from .runner import bounded
 
 DANGEROUS_TOOLS = frozenset({"rm", "delete", "drop_table"})
 _CARD = re.compile(r"\b\d{16}\b")
