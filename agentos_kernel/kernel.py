@@ -189,7 +189,7 @@ class Runtime(RequestFlow, SessionReading):
         clock = LogicalClock(self.logical_start_ms) if det else SystemClock()
         log = SessionLog(self.store, self.schemas, clock,
                          CounterIds() if det else RandomIds(), sid, watchers=self.watchers,
-                         gates=self.gates, **self._redaction())
+                         gates=self.gates, **self.redaction())
         try:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
@@ -215,7 +215,7 @@ class Runtime(RequestFlow, SessionReading):
         finally:
             kind.remove(watch)
 
-    def _redaction(self) -> dict[str, Any]:
+    def redaction(self) -> dict[str, Any]:
         """What a session log redacts beyond the defaults: the API key (read from the env
         var the run reads, never stored) and the profile's redact_patterns."""
         env = key_env_of(self.profile)

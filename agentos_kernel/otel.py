@@ -86,7 +86,7 @@ def session_records(rt: Runtime, session_id: str) -> list[SpanRecord]:
     pattern was added, is cleaned on the way out too). KeyError names an unknown session."""
     from .redaction import Redactor
 
-    redact = Redactor.of(**rt._redaction())
+    redact = Redactor.of(**rt.redaction())
     records = spans_of(rt.store.read(session_id), redact)
     if not records:
         raise KeyError(f"session {session_id!r} has no events to export")

@@ -29,7 +29,7 @@ class SessionReading:
     schemas: SchemaRegistry
     profile: RuntimeProfile
     workspace: Workspace
-    _redaction: Callable[[], dict[str, Any]]
+    redaction: Callable[[], dict[str, Any]]
 
     def events(self, session_id: str) -> list[Event]:
         """A session's events (KeyError names a session that has no log)."""
@@ -51,7 +51,7 @@ class SessionReading:
             clock = LogicalClock.after(last.ts) if det and last else SystemClock()
             log = SessionLog.resume(self.store, self.schemas, clock,
                                     CounterIds() if det else RandomIds(), session_id,
-                                    **self._redaction())
+                                    **self.redaction())
             return log.append("event.amended", "user", {"target_id": target_id, "field": field,
                                                         "value": value, "reason": reason}, target_id)
         finally:
