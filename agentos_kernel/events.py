@@ -24,7 +24,8 @@ from .clock import iso
 LOG_NAME = ".events.jsonl"
 REQUIRED_FIELDS = ("id", "session_id", "ts", "type", "actor", "payload", "schema_version", "parent_id")
 OPTIONAL_FIELDS = ("seq", "chain")
-_FAST_KEYS = ({*REQUIRED_FIELDS}, {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
+FIELD_NAMES = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)
+_FAST_KEYS = ({*REQUIRED_FIELDS}, {*FIELD_NAMES})
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -86,11 +87,24 @@ class Event:
         return d
 
     @classmethod
+    def trusted(cls, fields: dict[str, Any]) -> Event:
+        """An event from a dict holding exactly its ten fields, already checked by the caller
+        (the session log building one; a line whose keys and types `from_dict` checked). The
+        dict becomes the event's own: 0.3 µs instead of the frozen `__init__`'s 2 µs, twice
+        per event of every request (written, then read back)."""
+        event = object.__new__(cls)
+        event.__dict__.update(fields)
+        return event
+
+    @classmethod
     def from_dict(cls, d: Any, where: str = "event") -> Event:
         """Read an event, naming `where` and the field in any error."""
         if (isinstance(d, dict) and d.keys() in _FAST_KEYS and type(d["ts"]) is str
                 and type(d["type"]) is str and type(d["actor"]) is str):
-            return cls(**d)  # the common case, a well-formed line: skip the field-by-field checks
+            # The common case, a well-formed line: skip the field-by-field checks.
+            if len(d) == len(FIELD_NAMES):
+                return cls.trusted(d)
+            return cls(**d)
         if not isinstance(d, dict):
             raise LogError(f"{where}: -: an event must be a JSON object")
         missing = [f for f in REQUIRED_FIELDS if f not in d]

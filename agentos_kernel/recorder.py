@@ -170,7 +170,7 @@ class SessionLog:
         # stored line reuses them (with_chain) instead of encoding the payload once more.
         encoded = canonical(body)
         self._chain = sha256((self._chain or "").encode() + encoded).hexdigest()
-        event = Event(**body, chain=self._chain)
+        event = Event.trusted({**body, "chain": self._chain})
         if self.gates:
             try:
                 for gate in self.gates:

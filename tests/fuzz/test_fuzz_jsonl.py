@@ -6,6 +6,7 @@ same snapshot; `replay_path` and `agentos replay` give a snapshot or a one-line 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -16,7 +17,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from agentos_kernel.cli import main as cli_main
-from agentos_kernel.events import Event, LogError, canonical, read_log, verify_chain, with_chain
+from agentos_kernel.events import FIELD_NAMES, Event, LogError, canonical, read_log, verify_chain, with_chain
 from agentos_kernel.replay import replay, replay_path
 
 from . import error_line, fuzz, one_line
@@ -193,3 +194,32 @@ def test_the_chain_splice_is_the_canonical_line(actor: str, payload: Any, parent
     except TypeError:  # an integer orjson cannot write: no event holds one
         assume(False)
     assert with_chain(encoded, actor, chain) == canonical(event.to_dict())
+
+
+def test_the_trusted_constructor_knows_every_field_of_event() -> None:
+    """Event.trusted fills __dict__ from the dict it is given: a field added to Event and
+    not to FIELD_NAMES would leave events without it (AttributeError far from here)."""
+    assert tuple(f.name for f in dataclasses.fields(Event)) == FIELD_NAMES
+
+
+@fuzz(150)
+@given(actor=nasty_text, payload=json_values, parent=st.none() | nasty_text,
+       seq=st.none() | st.integers(1, 10**6), chain=st.none() | st.text(max_size=64))
+def test_a_trusted_event_is_the_event_the_checked_constructor_makes(
+        actor: str, payload: Any, parent: str | None, seq: int | None, chain: str | None) -> None:
+    """The session log and the log reader build events with Event.trusted (no frozen
+    __init__): equal, same hash, same repr, still frozen, read back from its own line."""
+    fields = {"id": "e1", "session_id": "s1", "ts": "2026-01-01T00:00:00.000Z", "type": "t",
+              "actor": actor, "payload": payload, "schema_version": "v1", "parent_id": parent,
+              "seq": seq, "chain": chain}
+    checked = Event(**fields)
+    fast = Event.trusted(dict(fields))
+    assert fast == checked and repr(fast) == repr(checked)
+    assert dataclasses.asdict(fast) == dataclasses.asdict(checked)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.actor = "someone else"  # type: ignore[misc]
+    try:
+        line = canonical(fast.to_dict())
+    except TypeError:  # an integer orjson cannot write: no event holds one
+        return
+    assert Event.from_dict(json.loads(line)) == checked
