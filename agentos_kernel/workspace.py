@@ -73,7 +73,9 @@ def find_workspace(explicit: Path | None = None, cwd: Path | None = None) -> Wor
             raise ContractError([Problem(str(root / CONFIG_NAME), "-",
                                          "no agentos.yaml here; create a workspace with "
                                          f"`agentos init {root}`")])
-        return Workspace(root.resolve(), (root / CONFIG_NAME).resolve(), False)
+        real = root.resolve()
+        config = real / CONFIG_NAME  # resolved again only when it is a link (one realpath less)
+        return Workspace(real, config.resolve() if config.is_symlink() else config, False)
     start = Path(cwd or Path.cwd()).resolve()
     for d in (start, *start.parents):
         if (d / CONFIG_NAME).is_file():

@@ -20,6 +20,7 @@ import pytest
 from agentos_kernel import Err, ErrorCode, Runtime
 from agentos_kernel.builtin_tools import list_dir, read_file, write_file
 from agentos_kernel.events import read_log, verify_chain
+from agentos_kernel.jsonl_store import JsonlEventStore
 from agentos_kernel.providers.faults import plan_from_doc
 from agentos_kernel.tools import ToolContext
 
@@ -109,6 +110,19 @@ def test_a_bad_session_id_in_a_magic_is_a_one_line_usage_error(workspace: Path, 
 def test_a_session_id_with_a_trailing_newline_is_refused(workspace: Path) -> None:
     got = Runtime.from_workspace(workspace).handle_user_request(CANONICAL, session_id="nl\n")
     assert isinstance(got, Err) and got.error.code == ErrorCode.SESSION_ID_INVALID
+
+
+@pytest.mark.parametrize("bad", ["..", "../s0001", "/etc", "a/b", "nl\n", "", "x" * 65])
+def test_the_store_checks_an_id_after_it_remembered_a_good_one(tmp_path: Path, bad: str) -> None:
+    """JsonlEventStore.path remembers the last id it resolved and exists() builds strings:
+    neither may let a bad id through once a good one was seen."""
+    store = JsonlEventStore(tmp_path / "sessions")
+    assert store.path("s0001") == tmp_path / "sessions" / "s0001" / ".events.jsonl"
+    assert store.path("s0002").parent.name == "s0002" and store.path("s0001").parent.name == "s0001"
+    assert not store.exists("s0001")
+    for probe in (store.path, store.exists):
+        with pytest.raises(ValueError, match="invalid session id"):
+            probe(bad)
 
 
 def test_a_session_dir_symlinked_out_is_not_written_through(workspace: Path, outside: Outside) -> None:

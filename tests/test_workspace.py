@@ -35,3 +35,18 @@ def test_the_nearest_parent_with_agentos_yaml_is_the_workspace(tmp_path: Path) -
     deep.mkdir(parents=True)
     ws = find_workspace(cwd=deep)
     assert not ws.bundled and ws.root == tmp_path.resolve()
+
+
+def test_an_explicit_workspace_is_resolved_through_links_to_its_real_files(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "shared.yaml").write_text("default_profile: p\nprofiles: {p: {provider: scripted, "
+                                          "model: m}}\n")
+    (real / "agentos.yaml").symlink_to(tmp_path / "shared.yaml")
+    (tmp_path / "via").symlink_to(real)
+    ws = find_workspace(tmp_path / "via")
+    assert ws.root == real.resolve()
+    assert ws.config_file == (tmp_path / "shared.yaml").resolve()  # the link followed
+    (real / "agentos.yaml").unlink()
+    (real / "agentos.yaml").write_text((tmp_path / "shared.yaml").read_text())
+    assert find_workspace(tmp_path / "via").config_file == real.resolve() / "agentos.yaml"
