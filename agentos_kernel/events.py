@@ -276,8 +276,9 @@ def log_lines(path: Path, on_torn: Callable[[TornTail], None] | None = None
 def read_log(path: Path, on_torn: Callable[[TornTail], None] | None = None) -> Iterator[Event]:
     """Stream events from a JSONL file, one line at a time (memory flat in log length).
     A torn final line goes to `on_torn` (see log_lines); every complete event is yielded."""
+    name = str(path)
     for n, obj in log_lines(path, on_torn):
-        yield Event.from_dict(obj, where=f"{path}:{n}")
+        yield Event.from_dict(obj, where=f"{name}:{n}")
 
 
 def verify_chain(events: Iterator[Event] | list[Event]) -> int | None:

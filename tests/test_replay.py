@@ -203,3 +203,18 @@ def test_snapshots_handed_out_by_replay_steps_never_change_afterwards() -> None:
     assert steps[5].workflow["visited"] == ["a", "b", "c"] and steps[5].workflow["verdict"] == "done"
     assert steps[5].roles == {"lead": "LEAD", "planner": "PLAN"}
     assert [s == replay(events, at=k) for k, s in enumerate(steps, 1)] == [True] * 6
+
+
+def test_each_replay_folds_into_its_own_containers(canonical_run: Run) -> None:
+    """The fold starts from a blank made once (not asdict per replay): two replays, and the
+    blank itself, must share no list or dict, or one replay would leak into the next."""
+    from dataclasses import asdict
+
+    from agentos_kernel.replay import _BLANK
+    from agentos_kernel.snapshot import Snapshot
+
+    first = replay(canonical_run.events)
+    assert first.tools_invoked and first.roles and first.cost.input_tokens
+    assert _BLANK == asdict(Snapshot())
+    assert replay([]) == Snapshot()
+    assert replay(canonical_run.events) == first
