@@ -17,6 +17,9 @@ median. Contenders:
 - LangGraph, Pydantic AI, the OpenAI Agents SDK: the same flow (lead, planner, worker with one
   `echo` tool call, reviewer: five model calls, one tool call, JSON answers parsed) with
   each framework's own fake model, nothing persisted, no schema checks, no hooks.
+- LangGraph with its SQLite checkpointer (`langgraph-checkpoint-sqlite`, WAL,
+  `synchronous=FULL`): the peer at the durability of our default `fsync: close` (each of its
+  checkpoints committed to disk), for the "× durable peer" column.
 - Floors: the 32 events of the canonical log as `json.dumps` + write + flush of a file, and
   an orjson fold over them (what replay costs at the least).
 
@@ -51,6 +54,7 @@ REPORT = {"output": "Hello, Ada!", "steps_completed": ["s1", "s2"]}
 REVIEW = {"verdict": "pass", "reasons": ["every plan step is completed"]}
 
 
+DURABLE_PEER = "LangGraph, SQLite checkpointer (synchronous=FULL)"
 GOAL_RATIO = {"agentos request": 1 / 3, "agentos request, fsync never": 1 / 3, "agentos %agent": 1 / 2}
 GOALS = {k: f"≤ {'⅓' if r < 0.4 else '½'} × LangGraph" for k, r in GOAL_RATIO.items()}
 
@@ -83,7 +87,10 @@ def agentos_magic(ws: Path) -> Callable[[], Any]:
 
 # -- LangGraph ----------------------------------------------------------------------------
 
-def langgraph_flow() -> Callable[[], Any]:
+def langgraph_flow(checkpoints: Path | None = None) -> Callable[[], Any]:
+    """LangGraph's graph; with `checkpoints`, compiled with its SQLite checkpointer writing
+    that file (each run a new thread, as each of our requests is a new session)."""
+    import uuid
     from typing import Annotated, TypedDict
 
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -139,10 +146,22 @@ def langgraph_flow() -> Callable[[], Any]:
     g.add_conditional_edges("worker", lambda s: "reviewer" if "report" in s else "tools")
     g.add_edge("tools", "worker")
     g.add_edge("reviewer", END)
-    graph = g.compile()
+    saver = None
+    if checkpoints is not None:
+        import sqlite3
+
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(checkpoints, check_same_thread=False)
+        # WAL (the saver's own setting) with synchronous=FULL: every commit fsyncs the WAL,
+        # so a checkpoint survives a power cut, as our `fsync: close` log does at close.
+        conn.execute("PRAGMA synchronous=FULL")
+        saver = SqliteSaver(conn)
+    graph = g.compile(checkpointer=saver)
 
     def run() -> Any:
-        out = graph.invoke({"prompt": CANONICAL})
+        config = {"configurable": {"thread_id": uuid.uuid4().hex}} if saver else None
+        out = graph.invoke({"prompt": CANONICAL}, config)
         assert out["report"]["output"] == "Hello, Ada!" and out["verdict"]["verdict"] == "pass"
 
     return run
@@ -289,8 +308,9 @@ def main() -> None:
     contenders: dict[str, Callable[[], Any]] = {"agentos request": agentos_request(ws),
                                                 "agentos request, fsync never": agentos_request(nosync),
                                                 "agentos %agent": agentos_magic(ws)}
-    for name, make in (("LangGraph", langgraph_flow), ("Pydantic AI", pydantic_ai_flow),
-                       ("OpenAI Agents SDK", openai_agents_flow)):
+    for name, make in (("LangGraph", langgraph_flow),
+                       (DURABLE_PEER, lambda: langgraph_flow(tmp / "checkpoints.sqlite")),
+                       ("Pydantic AI", pydantic_ai_flow), ("OpenAI Agents SDK", openai_agents_flow)):
         try:
             contenders[name] = make()
         except ImportError as exc:
@@ -309,16 +329,18 @@ def main() -> None:
         if r % 50 == 49:
             print(f"  {r + 1}/{args.rounds} rounds", file=sys.stderr)
     med = {k: statistics.median(v) for k, v in times.items()}
-    ours, peer = med["agentos request"], med.get("LangGraph")
+    ours, peer, durable = med["agentos request"], med.get("LangGraph"), med.get(DURABLE_PEER)
     rows = []
     for k, v in med.items():
         vs_peer = f"{v / peer:.2f}×" if peer else "-"
+        vs_durable = f"{v / durable:.2f}×" if durable else "-"
         goal = GOALS.get(k, "")
         met = "" if not (goal and peer) else (" ✓" if v / peer <= GOAL_RATIO[k] else " ✗")
-        rows.append(f"| {k} | {v:.3f} | {v / ours:.2f}× | {vs_peer} | {goal}{met} |")
+        rows.append(f"| {k} | {v:.3f} | {v / ours:.2f}× | {vs_peer} | {vs_durable} | {goal}{met} |")
     table = "\n".join([f"Machine: {machine()}; {args.rounds} interleaved rounds, medians.", "",
-                       "| contender | ms per request | × agentos request | × LangGraph | goal (issue 12) |",
-                       "|---|---|---|---|---|", *rows])
+                       "| contender | ms per request | × agentos request | × LangGraph | "
+                       "× durable LangGraph | goal (issue 12) |",
+                       "|---|---|---|---|---|---|", *rows])
     print(table)
     if args.write:
         with (Path(__file__).parent / "RESULTS.md").open("a", encoding="utf-8") as f:
