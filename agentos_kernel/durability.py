@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import Literal
 
 from .sessionlock import SessionExists, SessionLinked, SessionLock
 
@@ -66,7 +66,7 @@ class LogWriter:
         """The session's `.events.jsonl`."""
         self.durability = durability
         self._lock = lock
-        self._file: IO[bytes] | None = None
+        self._fd: int | None = None
         self._created = False
         self._unsynced = 0
 
@@ -90,12 +90,15 @@ class LogWriter:
         return cls(path, lock, durability)
 
     def write(self, line: bytes) -> None:
-        """Append one line, flush it, and fsync as the policy says."""
-        if self._file is None:
-            self._created = not self.path.exists()
-            self._file = self.path.open("ab")
-        self._file.write(line)
-        self._file.flush()
+        """Append one line, hand it to the OS, and fsync as the policy says."""
+        if self._fd is None:
+            self._fd, self._created = _open_log(self.path)
+        # One write(2) per line on an unbuffered descriptor: in the OS before this returns,
+        # so a killed process loses nothing (a BufferedWriter's write + flush cost the same
+        # syscall plus a copy: 91 -> 52 µs for the canonical request's 32 lines).
+        view = memoryview(line)
+        while view:  # a short write (a signal, a nearly full disk): go on with the rest
+            view = view[os.write(self._fd, view):]
         self._unsynced += 1
         if self.durability.fsync == "never":
             return
@@ -112,7 +115,7 @@ class LogWriter:
     def close(self) -> None:
         """fsync what is not yet (unless `never`), close the file and release the lock."""
         try:
-            if self._file is not None and self.durability.fsync != "never":
+            if self._fd is not None and self.durability.fsync != "never":
                 if self._unsynced:
                     self._sync()
                 if self._created:  # `close` deferred the new log's name to now, after its data
@@ -120,12 +123,24 @@ class LogWriter:
                     fsync_dir(self.path.parent.parent)
                     self._created = False
         finally:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._fd is not None:
+                fd, self._fd = self._fd, None
+                os.close(fd)
             self._lock.release()
 
     def _sync(self) -> None:
-        assert self._file is not None
-        os.fsync(self._file.fileno())
+        assert self._fd is not None
+        os.fsync(self._fd)
         self._unsynced = 0
+
+
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+
+
+def _open_log(path: Path) -> tuple[int, bool]:
+    """(descriptor, created): the log opened for appending, made if missing (as "ab" would,
+    mode 0o666 less the umask); `created` says whether this call made it."""
+    try:
+        return os.open(path, _APPEND | os.O_CREAT | os.O_EXCL, 0o666), True
+    except FileExistsError:
+        return os.open(path, _APPEND | os.O_CREAT, 0o666), False

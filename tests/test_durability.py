@@ -167,3 +167,29 @@ def test_a_workspace_with_its_own_older_profile_schema_refuses_fsync_naming_it(
     _profile(workspace, fsync="always")
     with pytest.raises(ContractError, match="'fsync' was unexpected"):
         Runtime.from_workspace(workspace)
+
+
+def test_a_short_write_is_continued_not_torn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log is written with os.write, which may take fewer bytes than asked (a signal, a
+    nearly full disk): the writer goes on with the rest, so every line still lands whole."""
+    real = os.write
+    calls = []
+
+    def dribble(fd: int, data: bytes | memoryview) -> int:
+        calls.append(len(data))
+        return real(fd, bytes(data[:7]))
+
+    monkeypatch.setattr(os, "write", dribble)
+    log = write_session(tmp_path / "sessions", Durability("never"), events=5)
+    monkeypatch.undo()
+    assert [e.payload for e in read_log(log)] == [{"n": n} for n in range(1, 6)]
+    assert len(calls) > 5  # each line took several writes
+
+
+def test_a_new_log_is_made_with_the_mode_open_would_give(tmp_path: Path) -> None:
+    old = os.umask(0o002)
+    try:
+        log = write_session(tmp_path / "sessions", Durability("never"), events=1)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(log.stat().st_mode) == 0o664  # 0o666 less the umask, as open("ab")
