@@ -58,6 +58,7 @@ class Runtime(RequestFlow, SessionReading):
         """A cassette file every answered model call is added to (`agentos run --record`)."""
         self.store = open_store(profile, workspace.sessions, config.file)
         self._next_n: int | None = None
+        self._recheck = False  # forget_session_ids: check the count before using it
         self.logical_start_ms = 0
         """With a deterministic profile: the logical clock's first reading, in ms after its epoch
         (a simulated class spreads its sessions over the term; classroom.simulate_class)."""
@@ -144,6 +145,10 @@ class Runtime(RequestFlow, SessionReading):
         Only `open_session` claims it (another process may take it first)."""
         if not self.profile.deterministic:
             return random_session_id()
+        if self._recheck and self._next_n is not None and self._next_n > 1 \
+                and not self.store.exists(f"s{self._next_n - 1:04d}"):
+            self._next_n = None  # the last id counted is gone (deleted by hand): probe again
+        self._recheck = False
         if self._next_n is None:  # found once by probing, never by listing; then counted
             self._next_n = first_free(lambda n: self.store.exists(f"s{n:04d}"))
         while self.store.exists(f"s{self._next_n:04d}"):
@@ -151,9 +156,11 @@ class Runtime(RequestFlow, SessionReading):
         return f"s{self._next_n:04d}"
 
     def forget_session_ids(self) -> None:
-        """Find the next counted id afresh on the next request, as a new Runtime would
-        (runtime_cache reuses a Runtime across requests)."""
-        self._next_n = None
+        """Count the next id as a new Runtime would (runtime_cache reuses a Runtime across
+        requests): the count goes on while the id before it still has a log, and is probed
+        afresh when that log is gone (sessions deleted by hand start again at s0001). One
+        existence check instead of the O(log N) probes, which grew with the workspace."""
+        self._recheck = True
 
     def _claim(self, session_id: str | None) -> str | Err:
         """Claim `session_id`, or the first free new id, under the session's OS lock: two

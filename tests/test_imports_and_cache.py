@@ -154,6 +154,26 @@ def test_a_cached_runtime_counts_ids_as_a_new_one_would(workspace: Path, fresh_c
     assert denied is not cached_runtime(workspace) and cached_runtime(workspace, faults=plan) is denied
 
 
+def test_a_cached_runtime_checks_its_count_instead_of_probing_again(
+        workspace: Path, fresh_cache: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(1, 301):  # 300 sessions: probing afresh would ask ~17 times
+        log = workspace / "sessions" / f"s{n:04d}" / ".events.jsonl"
+        log.parent.mkdir(parents=True)
+        log.touch()
+    assert run_agent(CANONICAL, workspace=workspace).session_id == "s0301"
+    probes: list[str] = []
+    exists = JsonlEventStore.exists
+    monkeypatch.setattr(JsonlEventStore, "exists", lambda self, sid: probes.append(sid) or exists(self, sid))
+    assert run_agent(CANONICAL, workspace=workspace).session_id == "s0302"
+    assert probes == ["s0300", "s0301", "s0302"]  # the one before, then counting on
+    shutil.rmtree(workspace / "sessions" / "s0302")  # the newest deleted: a new Runtime's id
+    assert run_agent(CANONICAL, workspace=workspace).session_id == "s0302"
+    for n in range(250, 303):  # the tail deleted: probed afresh, as a new Runtime would
+        shutil.rmtree(workspace / "sessions" / f"s{n:04d}", ignore_errors=True)
+    fresh = Runtime.from_workspace(workspace).new_session_id()
+    assert fresh == "s0250" and run_agent(CANONICAL, workspace=workspace).session_id == fresh
+
+
 def test_libyaml_reads_every_contract_as_the_pure_loader_does() -> None:
     ref = reference_dir()
     files = [ref / "agentos.yaml", *ref.glob("workflows/**/*.md"), *ref.glob("skills/**/*.md"),
