@@ -16,6 +16,7 @@ on the disk, so only fsync survives a power cut. The profile's `fsync` says when
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -76,12 +77,21 @@ class LogWriter:
         """Lock the session (SessionLocked when another writer has it). `new=True` also
         requires that it has no log (SessionExists), `new=False` that it has one (KeyError);
         the check is made under the lock, so two claimers cannot both see the id free."""
-        for link in (path.parent, path):  # written through, a planted link lands outside sessions/
-            if link.is_symlink():
-                raise SessionLinked(f"session {session_id!r}: {link} is a symbolic link, not the "
-                                    "session's own file (remove it)")
+        # Written through, a planted link lands outside sessions/: the folder is opened with
+        # O_NOFOLLOW by the lock, the log is looked at (not followed) under it.
         lock = SessionLock.acquire(path.parent, session_id)
-        exists = path.is_file()
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            mode = 0
+        except BaseException:
+            lock.release()
+            raise
+        if stat.S_ISLNK(mode):
+            lock.release()
+            raise SessionLinked(f"session {session_id!r}: {path} is a symbolic link, not the "
+                                "session's own file (remove it)")
+        exists = stat.S_ISREG(mode)
         if new is not None and exists == new:
             lock.release()
             if new:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .durability import Durability, LogWriter
 from .events import LOG_NAME, Event, canonical, check_session_id, line_event, read_log
-from .sessionlock import LOCK_NAME, SessionLocked
+from .sessionlock import SessionLocked
 
 
 class JsonlEventStore:
@@ -52,7 +52,7 @@ class JsonlEventStore:
     def _claim(self, session_id: str, new: bool | None) -> LogWriter:
         path = self.path(session_id)
         if session_id in self._open:  # this store writes it already: a second writer here
-            raise SessionLocked(session_id, os.getpid(), path.parent / LOCK_NAME)
+            raise SessionLocked(session_id, os.getpid(), path.parent)
         writer = self._open[session_id] = LogWriter.claim(path, session_id, self.durability,
                                                           new=new)
         return writer

@@ -1,11 +1,14 @@
-"""One writer per session: an OS file lock held from the session's claim to its close.
+"""One writer per session: an OS lock on the session's directory, held from the session's
+claim to its close.
 
-`sessions/<id>/.events.lock` is locked with `flock` (exclusive, non-blocking) and holds the
-writer's pid, so a second writer is told who holds it. The OS drops the lock when its
-holder dies (a crash or `kill -9` never leaves a session locked); a clean release unlinks
-the file, and removes the session directory when nothing else is in it. flock locks belong
-to an open file, so a second claim in the *same* process is refused too. POSIX only, on a
-local filesystem (flock over NFS is not reliable).
+`sessions/<id>/` itself is locked with `flock` (exclusive, non-blocking) on a descriptor
+opened with O_NOFOLLOW, so a planted link is never locked or written through. No lock file
+is made: the kernel knows the holder (a second writer is told its pid, read from
+/proc/locks), drops the lock when the holder dies (a crash or `kill -9` never leaves a
+session locked, and leaves nothing behind), and a clean release removes the directory when
+nothing is in it. flock locks belong to an open file, so a second claim in the *same*
+process is refused too. POSIX only, on a local filesystem (flock over NFS is not reliable);
+the holder's pid is named where /proc/locks exists (Linux).
 """
 
 from __future__ import annotations
@@ -14,12 +17,10 @@ import contextlib
 import errno
 import fcntl
 import os
-import time
 import weakref
 from pathlib import Path
 
-LOCK_NAME = ".events.lock"
-_PID_WAIT_S = 0.2  # how long a refused writer waits for a just-started holder to write its pid
+_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class SessionLocked(Exception):
@@ -49,69 +50,77 @@ class SessionLock:
     def __init__(self, fd: int, path: Path) -> None:
         self._fd: int | None = fd
         self.path = path
-        """The lock file, `sessions/<id>/.events.lock`."""
+        """The locked directory, `sessions/<id>/`."""
         # A writer dropped without close() must not keep others out until the process exits:
-        # collecting it closes the descriptor, which drops the lock (the file stays, harmless).
+        # collecting it closes the descriptor, which drops the lock.
         self._finalizer = weakref.finalize(self, os.close, fd)
 
     @classmethod
     def acquire(cls, directory: Path, session_id: str) -> SessionLock:
-        """Lock `directory` (made if missing) for `session_id`; SessionLocked when held."""
+        """Lock `directory` (made if missing) for `session_id`: SessionLocked when held,
+        SessionLinked when it is a symbolic link."""
         directory = Path(directory)
-        path = directory / LOCK_NAME
-        while True:  # retried only when a releasing holder unlinked the file under us
+        while True:  # retried only when a releasing holder removed the directory under us
+            with contextlib.suppress(FileExistsError):
+                try:
+                    os.mkdir(directory)
+                except FileNotFoundError:  # no sessions/ yet
+                    directory.parent.mkdir(parents=True, exist_ok=True)
+                    continue
             try:
-                directory.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except (FileNotFoundError, FileExistsError):  # a release removed the directory
-                continue  # between our mkdir and open (or inside pathlib's mkdir): again
+                fd = os.open(directory, _OPEN)
+            except FileNotFoundError:  # a release removed it between our mkdir and open
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and directory.is_symlink():
+                    raise SessionLinked(f"session {session_id!r}: {directory} is a symbolic "
+                                        "link, not the session's own folder (remove it)") from None
+                raise
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
-                    os.close(fd)
-                    raise
-                pid = _holder(fd)
                 os.close(fd)
-                raise SessionLocked(session_id, pid, path) from None
-            if _same_file(fd, path):
-                break
-            os.close(fd)  # we locked a file its holder had unlinked on release: try the new one
-        if os.fstat(fd).st_size:  # left by a writer that was killed; a new file needs no
-            os.ftruncate(fd, 0)  # truncation (on ext4 it would make close() flush the file)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        return cls(fd, path)
+                if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                    raise
+                raise SessionLocked(session_id, holder(directory), directory) from None
+            if _same_dir(fd, directory):
+                return cls(fd, directory)
+            os.close(fd)  # we locked a directory its holder removed on release: again
 
     def release(self) -> None:
-        """Unlink the lock file while still holding it (so no one locks a dead file), then
-        drop the lock; an empty session directory is removed. Releasing twice is harmless."""
+        """Remove the directory if it is empty, while still holding it (so no one locks a
+        removed one unseen), then drop the lock. Releasing twice is harmless."""
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
         self._finalizer.detach()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        with contextlib.suppress(OSError):  # not empty (a log): kept
+            os.rmdir(self.path)
         os.close(fd)
-        with contextlib.suppress(OSError):  # not empty (a log, or a new claimer's lock): keep
-            self.path.parent.rmdir()
 
 
-def _same_file(fd: int, path: Path) -> bool:
+def _same_dir(fd: int, path: Path) -> bool:
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return False
     own = os.fstat(fd)
     return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
-def _holder(fd: int) -> int | None:
-    """The pid the holder wrote, waiting briefly for a holder that has just locked."""
-    deadline = time.monotonic() + _PID_WAIT_S
-    while True:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        if text.isdigit():
-            return int(text)
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.01)
+def holder(path: Path) -> int | None:
+    """The pid holding a flock on `path`, from /proc/locks (None where it cannot be told)."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            table = f.read()
+    except OSError:
+        return None
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:7309003 0 EOF"; waiters' lines start "->"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and f"{fields[5]} " == where:
+            pid = int(fields[4]) if fields[4].isdigit() else 0
+            return pid or None
+    return None

@@ -25,7 +25,7 @@ from agentos_kernel import kernel as kernel_mod
 from agentos_kernel.clock import RandomIds, uuid7
 from agentos_kernel.events import read_log, verify_chain
 from agentos_kernel.jsonl_store import JsonlEventStore
-from agentos_kernel.sessionlock import LOCK_NAME, SessionLocked
+from agentos_kernel.sessionlock import SessionLocked
 
 from .helpers import Cli
 
@@ -83,7 +83,7 @@ def test_a_second_writer_process_gets_session_locked_naming_the_holder(
     events = list(read_log(log))
     assert (events[0].type, events[-1].type) == ("session.start", "session.close")
     assert verify_chain(events) is None
-    assert not (log.parent / LOCK_NAME).exists(), "a clean close removes the lock file"
+    assert os.listdir(log.parent) == [log.name], "the lock is the folder's: no file is left"
 
 
 def test_the_cli_shows_session_locked_as_one_line_and_exits_2(
@@ -127,7 +127,7 @@ def test_a_crashed_writer_leaves_its_events_and_no_lock(workspace: Path) -> None
     assert w.proc.wait(timeout=30) == -9
     rt = Runtime.from_workspace(workspace)
     log = rt.store.path("s0001")
-    assert (log.parent / LOCK_NAME).exists(), "killed: the lock file stays, its lock does not"
+    assert os.listdir(log.parent) == [log.name], "killed: the log stays, nothing else does"
     assert [e.type for e in read_log(log)] == ["session.start"]
     amended = rt.amend("s0001", "s0001-e0001", "prompt", "x", "after the crash")
     assert amended.seq == 2 and verify_chain(list(read_log(log))) is None
@@ -165,9 +165,9 @@ def test_a_session_that_fails_to_start_gives_its_claim_back(
 
 
 def test_claims_racing_with_releases_never_give_two_holders(tmp_path: Path) -> None:
-    """A release unlinks the lock file and removes the empty session directory; a claimer that
-    opened the old file, or made the directory just before, must not end up holding a dead
-    lock beside a live one (or fail)."""
+    """A release removes the empty session directory (still holding its lock); a claimer that
+    opened the old directory, or made it just before, must not end up holding a dead lock
+    beside a live one (or fail)."""
     holding: list[int] = []
     overlaps: list[int] = []
 
@@ -259,7 +259,7 @@ def test_a_thousand_sessions_in_a_row_lose_nothing(workspace: Path) -> None:
         events = list(read_log(rt.store.path(sid)))
         assert [e.type for e in events] == ["session.start", "session.close"], sid
         assert events[-1].chain is not None and verify_chain(events) is None
-        assert not (rt.store.path(sid).parent / LOCK_NAME).exists(), sid
+        assert os.listdir(rt.store.path(sid).parent) == [".events.jsonl"], sid
 
 
 # -- UUIDv7 ----------------------------------------------------------------------------
