@@ -160,7 +160,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     base = reqs["never"][0]
     losses = {"never": "what the OS had not yet written back (typically up to ~30 s)",
-              "close": "the events of a still-running session after its first",
+              "close": "a still-running session (never a closed one)",
               "every_n (8)": "at most the last 7 events of a running session",
               "always": "nothing appended"}
     syncs = {"never": "0", "close": "1 + 2 directories (at close)", "every_n (8)": "5 + 2 directories",
