@@ -17,7 +17,8 @@ from pathlib import Path
 
 from .cli import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
 from .events import LOG_NAME, TornTailWarning, check_session_id
-from .integrity import VerifyReport, repair_torn, verify_log, verify_session
+from .integrity import VerifyReport, verify_log, verify_session
+from .log_repair import repair_torn
 from .replay_summary import RECENT
 from .trace import LAYERS, select, trace_lines
 from .workspace import find_workspace

@@ -4,7 +4,7 @@
 (`seq`, unique `id`) and the hash chain (events.chain_of), and names the first problem by
 kind, seq and line: an altered, removed, reordered, duplicated, forged (unchained) or
 appended event, a bad envelope, an empty log. A torn final line (a writer killed
-mid-append) is reported beside it and set aside; `repair_torn` moves it to
+mid-append) is reported beside it; `log_repair.repair_torn` sets it aside in
 `.events.jsonl.torn`. What a keyless chain can and cannot prove is in docs/log-format.md.
 """
 
@@ -276,26 +276,3 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
             notes.append(f"line {n} is complete but has no final newline (--repair adds it)")
         scan.line(n, obj)
     return scan.report(torn, notes, unterminated)
-
-
-def repair_torn(report: VerifyReport) -> Path | None:
-    """Set a torn final line aside: append its bytes to `<log>.torn` and cut the log back to
-    its complete lines (a complete last line only gets its missing newline). Only a log whose
-    complete lines verify is touched: a broken chain is evidence, never repaired. Returns the
-    `.torn` file written, else None."""
-    if report.problem is not None:
-        raise ValueError(f"{report.path}: not repaired: {report.problem.kind} at line "
-                         f"{report.problem.line}; only a torn final line is set aside")
-    if report.torn is None:
-        if report.unterminated:
-            with report.path.open("ab") as f:
-                f.write(b"\n")
-        return None
-    aside = report.path.with_name(report.path.name + TORN_SUFFIX)
-    with report.path.open("r+b") as f:
-        f.seek(report.torn.offset)
-        torn = f.read()
-        with aside.open("ab") as out:  # appended: an earlier repair's bytes are kept too
-            out.write(torn + b"\n")
-        f.truncate(report.torn.offset)
-    return aside
