@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import random
 import statistics
 import sys
@@ -208,6 +209,11 @@ def bench_sessions(tmp: Path, n: int, sizes: tuple[int, ...]) -> list[str]:
             log.parent.mkdir(parents=True)
             log.touch()
         rts[size] = Runtime.from_workspace(ws)
+    # The 11,000 folders just made are still being written back; timed during that, a
+    # session's fsyncs wait for them, which is not what is measured here. (Run right after
+    # another run, whose 11,000 folders are being deleted, on a disk mounted with `discard`,
+    # the 10k row still measured 2-3x here; with a pause between runs, 1.1x.)
+    os.sync()
 
     def start(rt: Runtime) -> None:
         rt._next_n = None  # what a new Runtime does: probe for the next id afresh, O(log N)
