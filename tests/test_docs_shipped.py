@@ -33,7 +33,8 @@ def test_jupyter_in_a_container_and_a_clean_checkout() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("## The workbench (Jupyter)", 1)[1].split("\n## ", 1)[0]
     assert "jupyter lab notebooks/ --allow-root" in section
-    assert "cp -r notebooks /tmp/agentos-notebooks && jupyter lab /tmp/agentos-notebooks" in section
+    assert "agentos notebooks /tmp/agentos-notebooks && jupyter lab /tmp/agentos-notebooks" in section
+    assert "cp -r notebooks" not in readme, "a plain copy hands students the instructor notebooks"
     ignored = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert ".ipynb_checkpoints/" in ignored
 

@@ -1,4 +1,4 @@
-"""The `agentos` subcommands that check and grade (audit, conform, lab, grade).
+"""The `agentos` subcommands that check, grade and hand out (audit, conform, lab, grade, notebooks).
 
 Each module named here has `add_commands(sub)` adding its own parsers (thin: parse, call
 the library, print). Modules import nothing heavy at module level: `agentos --help`
@@ -15,6 +15,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "conform_cli",
     "lab_cli",
     "grade_cli",
+    "handout_cli",
 )
 
 

@@ -143,7 +143,8 @@ def load_lab(path: Path) -> Any:
     return nb
 
 
-def _ignored(rel: Path) -> bool:
+def ignored(rel: Path) -> bool:
+    """True for a path nbgrader never copies along with a lab (IGNORE, at any depth)."""
     return any(fnmatch.fnmatch(part, pat) for part in rel.parts for pat in IGNORE)
 
 
@@ -161,7 +162,7 @@ def _plan(src: Path, dest: Path) -> tuple[list[tuple[Path, Path]], list[tuple[Pa
     notebooks, others = [], []
     for path in sorted(src.rglob("*")):  # symlinked directories are not descended into
         rel = path.relative_to(src)
-        if path.is_dir() or _ignored(rel):
+        if path.is_dir() or ignored(rel):
             continue
         refuse_link_out(path, src)
         is_nb = path.suffix == ".ipynb" and len(rel.parts) == 1
