@@ -1,0 +1,255 @@
+"""Where a tool may write (L1): the workspace's `writable` folders, and never a contract.
+
+The rule is an allow-list, so it fails closed: a write tool writes only strictly inside one of
+the folders agentos.yaml lists under `writable:` (default `notes/`). Independently of that
+list, a deny-list names what no `writable` entry can re-open, because a tool that could write
+it could change what the runtime runs: agentos.yaml (and a file of that name at any depth,
+which `agentos` run from a folder below would take as its workspace), agents/, skills/ and
+every skill root, schemas/, workflows/, hooks/, every file a command hook or an MCP server's
+command names inside the workspace, a hook handler's module when it lives in the workspace,
+.git/ and sessions/. Paths are compared after symlinks are resolved (a link in notes/ to
+agentos.yaml is agentos.yaml), and the deny-list compares them case-folded, so a
+case-insensitive file system cannot alias a contract.
+
+A `writable` entry that leaves the workspace, is the workspace itself, or overlaps a contract
+is a ContractError at load naming agentos.yaml, `writable[i]` and the fix. Contracts change
+only by hand and are read through the validated load (runtime_cache.py reloads on a change).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import ContractError, Problem
+
+if TYPE_CHECKING:
+    from .profile import WorkspaceConfig
+
+DEFAULT_WRITABLE = ("notes",)
+"""Where tools write when agentos.yaml has no `writable:` (a data folder, no contract)."""
+CONTRACTS = ("agentos.yaml", "agents", "skills", "schemas", "workflows", "hooks", ".git", "sessions")
+"""Top-level names no tool may write, whatever `writable` says (docs/reliability.md)."""
+CONFIG_NAME = "agentos.yaml"
+CONTRACT_WHY = "a contract no tool may write (edit it by hand; it is loaded validated)"
+LOGS_WHY = "the event logs, which no tool may write"
+
+
+@dataclass(frozen=True)
+class Denied:
+    """One path no tool may write, nor anything under it."""
+
+    path: str
+    """Absolute, resolved (and, for a lexical twin, as named)."""
+    shown: str
+    """Relative to the workspace, for messages (`skills/`, `hooks/check.py`)."""
+    why: str
+    """What it is: a contract, the event logs, the file `hooks[2]` runs."""
+
+
+@dataclass(frozen=True)
+class WriteScope:
+    """Where the tools of one runtime may write (ToolContext.scope)."""
+
+    root: Path
+    """The workspace root, resolved."""
+    writable: tuple[Path, ...]
+    """Resolved folders tools may write strictly inside."""
+    denied: tuple[Denied, ...]
+    """What no tool may write, checked before `writable`."""
+
+    def __repr__(self) -> str:
+        return f"WriteScope({str(self.root)!r}, writable: {self.shown_writable}, {len(self.denied)} denied)"
+
+    @property
+    def shown_writable(self) -> str:
+        """The writable folders as messages name them (`notes/`)."""
+        names = [_shown(self.root, w) + "/" for w in self.writable]
+        return ", ".join(names) or "none (agentos.yaml has writable: [])"
+
+    def denial(self, target: Path) -> str | None:
+        """Why `target` (resolved) is on the deny-list, else None."""
+        folded = str(target).casefold()
+        for d in self.denied:
+            mine = d.path.casefold()
+            if folded == mine:
+                return f"is {d.shown}, {d.why}"
+            if folded.startswith(mine.rstrip("/") + "/"):
+                return f"is under {d.shown}, {d.why}"
+        if target.name.casefold() == CONFIG_NAME:
+            return f"is named {CONFIG_NAME}, which would configure a workspace; {CONTRACT_WHY}"
+        return None
+
+    def holds(self, target: Path) -> str | None:
+        """Why `target` (resolved) is a folder holding something on the deny-list, else None."""
+        prefix = str(target).casefold().rstrip("/") + "/"
+        for d in self.denied:
+            if d.path.casefold().startswith(prefix):
+                return f"holds {d.shown}, {d.why}"
+        return None
+
+    def refusal(self, target: Path) -> str | None:
+        """Why a tool may not write `target` (resolved): the deny-list, then the allow-list."""
+        why = self.denial(target)
+        if why:
+            return why
+        text = str(target)
+        if any(text.startswith(str(w).rstrip("/") + "/") for w in self.writable):
+            return None
+        return (f"is outside the folders tools may write ({self.shown_writable}); write there, "
+                "or list the folder under writable: in agentos.yaml")
+
+    def granting(self, folder: Path) -> WriteScope:
+        """This scope plus `folder` (resolved): an L8 artifact's directory, for one persona
+        call. The deny-list still applies inside it."""
+        return replace(self, writable=(*self.writable, folder))
+
+
+def _shown(root: Path, path: Path | str) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _real(path: Path) -> Path:
+    """`path` with symlinks resolved as far as they exist (never raises for a missing part)."""
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return Path(os.path.normpath(path))
+
+
+def _both(root: Path, path: Path, shown: str, why: str) -> list[Denied]:
+    """The path as named (normalised) and resolved: a link could be swapped for a file."""
+    named = Path(os.path.normpath(path))
+    out = [Denied(str(named), shown, why)]
+    real = _real(path)
+    if real != named:
+        out.append(Denied(str(real), shown, why))
+    return out
+
+
+def _argv_paths(root: Path, argv: Iterable[str]) -> list[Path]:
+    """The entries of a command line that name a path inside the workspace (resolved or as
+    written), whether or not the file exists yet: a tool could otherwise create it."""
+    found = []
+    for arg in argv:
+        for text in (arg, arg.partition("=")[2]):  # `--config=hooks/x.yaml` names a file too
+            if not text or "\0" in text or len(text) > 4096:
+                continue
+            candidate = Path(text) if os.path.isabs(text) else root / text
+            for p in (Path(os.path.normpath(candidate)), _real(candidate)):
+                if p != root and p.is_relative_to(root):
+                    found.append(p)
+    return found
+
+
+def _module_paths(root: Path, dotted: str) -> list[Path]:
+    """A hook handler's top-level package (or module file) when it lives in the workspace."""
+    name = dotted.partition(":")[0]
+    module = sys.modules.get(name)
+    origin = getattr(module, "__file__", None)
+    if not origin:
+        return []
+    path = _real(Path(origin))
+    if not path.is_relative_to(root):
+        return []
+    top = path.parent if path.name == "__init__.py" else path
+    for _ in name.split(".")[1:]:
+        top = top.parent
+    return [top] if top != root else [path]
+
+
+def denied_paths(root: Path, config: WorkspaceConfig | None, hooks: Iterable[dict[str, Any]],
+                 contract_dirs: Iterable[Path] = ()) -> list[Denied]:
+    """The deny-list of a workspace: its contracts, its logs, and what its hooks and MCP
+    servers run. `contract_dirs` are the contract folders actually loaded (the reference
+    ones when the workspace has none, so a bridged server is not pointed at them either)."""
+    out: list[Denied] = []
+    for name in CONTRACTS:
+        shown = name if name == CONFIG_NAME else f"{name}/"
+        out += _both(root, root / name, shown, LOGS_WHY if name == "sessions" else CONTRACT_WHY)
+    roots = config.skill_roots if config is not None else ("skills",)
+    for r in roots:
+        out += _both(root, root / r, f"{r.rstrip('/')}/ (a skill root)", CONTRACT_WHY)
+    for d in contract_dirs:
+        out += _both(root, d, _shown(root, _real(d)), CONTRACT_WHY)
+    for i, entry in enumerate(hooks):
+        where = f"hooks[{i}]"
+        if "command" in entry:
+            argv = [str(a) for a in entry["command"]]
+            runs = [sys.executable, *argv[1:]] if argv[:1] == ["python"] else argv
+            for p in _argv_paths(root, runs):
+                out.append(Denied(str(p), _shown(root, p), f"which {where}'s command runs; no tool "
+                                                           "may write it"))
+        elif "handler" in entry:
+            for p in _module_paths(root, str(entry["handler"])):
+                out.append(Denied(str(p), _shown(root, p), f"the module of {where}'s handler; no "
+                                                           "tool may write it"))
+    for server in config.mcp_servers if config is not None else ():
+        env = [part for v in server.env.values() for part in v.split(os.pathsep)]
+        for p in _argv_paths(root, [*server.command, *env]):
+            out.append(Denied(str(p), _shown(root, p), f"which {server.where}'s command runs; "
+                                                       "no tool may write it"))
+    seen: set[str] = set()
+    return [d for d in out if not (d.path in seen or seen.add(d.path))]
+
+
+def _entry_problem(root: Path, entry: str, denied: list[Denied]) -> tuple[str | None, Path]:
+    """Why one `writable` entry cannot be a data folder (None: it can), and where it leads."""
+    lexical = Path(os.path.normpath(root / entry))
+    if os.path.isabs(entry) or "\0" in entry:
+        return (f"{entry!r} is not a folder name inside the workspace; give a relative path "
+                "such as notes"), lexical
+    if ".." in Path(entry).parts or not lexical.is_relative_to(root):
+        return f"{entry!r} leads out of the workspace; give a folder inside it, such as notes", lexical
+    real = _real(root / entry)
+    if not real.is_relative_to(root):
+        return (f"{entry!r} is a symlink leading out of the workspace; give a real folder "
+                "inside it, such as notes"), real
+    if real == root or lexical == root:
+        return (f"{entry!r} is the whole workspace, which holds its contracts; give a data "
+                "folder such as notes"), real
+    scope = WriteScope(root, (), tuple(denied))
+    for p in (lexical, real):
+        why = scope.denial(p)
+        if why:
+            return f"{entry!r} {why}; it cannot be writable: name a data folder such as notes", real
+        why = scope.holds(p)
+        if why:
+            return (f"{entry!r} {why}; it cannot be writable: name a data folder such as notes, "
+                    "or move that file out of it"), real
+    return None, real
+
+
+def build_scope(root: Path, config: WorkspaceConfig | None, hooks: Iterable[dict[str, Any]] = (),
+                contract_dirs: Iterable[Path] = ()) -> WriteScope:
+    """The WriteScope of a workspace; ContractError names each bad `writable[i]`."""
+    root = _real(root)
+    denied = denied_paths(root, config, hooks, contract_dirs)
+    entries = config.writable if config is not None else DEFAULT_WRITABLE
+    shown = config.file if config is not None else CONFIG_NAME
+    problems, folders = [], []
+    for i, entry in enumerate(entries):
+        why, folder = _entry_problem(root, entry, denied)
+        if why:
+            problems.append(Problem(shown, f"writable[{i}]", why))
+        else:
+            folders.append(folder)
+    if problems:
+        raise ContractError(problems)
+    return WriteScope(root, tuple(folders), tuple(denied))
+
+
+def default_scope(root: Path) -> WriteScope:
+    """The scope of a workspace with no `writable:` and no hooks (a ToolContext made by hand)."""
+    return build_scope(root, None)
+
+
+__all__ = ["CONTRACTS", "DEFAULT_WRITABLE", "Denied", "WriteScope", "build_scope", "default_scope",
+           "denied_paths"]
