@@ -333,3 +333,15 @@ def test_an_artifact_folder_that_leads_into_a_contract_is_denied_with_an_event(w
     assert denied and all("leads into a folder that is under skills/" in m for m in denied)
     assert not [e for e in events if e.type == "tool.invoke"]
     assert snapshot(workspace / "skills") == before
+
+
+def test_a_run_writes_where_the_workspace_says(ws: Path) -> None:
+    """The sessions a Runtime opens carry its own scope, not the default one."""
+    _with(ws, writable=["journal"])
+    rt = Runtime.from_workspace(ws)
+    assert rt.handle_user_request('note "buy milk" in journal/today.md').value.ok
+    assert (ws / "journal" / "today.md").read_text() == "- buy milk\n"
+    got = rt.handle_user_request('note "eggs"')  # notes/notes.md: not writable here
+    assert isinstance(got, Err)
+    codes = [e.payload["code"] for e in rt.events(got.error.session_id) if e.type == "domain.error"]
+    assert ErrorCode.PATH_DENIED in codes and not (ws / "notes" / "notes.md").exists()
