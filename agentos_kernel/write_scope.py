@@ -18,6 +18,7 @@ only by hand and are read through the validated load (runtime_cache.py reloads o
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterable
@@ -68,7 +69,7 @@ class WriteScope:
     @property
     def shown_writable(self) -> str:
         """The writable folders as messages name them (`notes/`)."""
-        names = [_shown(self.root, w) + "/" for w in self.writable]
+        names = [_shown(str(self.root), str(w)) + "/" for w in self.writable]
         return ", ".join(names) or "none (agentos.yaml has writable: [])"
 
     def denial(self, target: Path) -> str | None:
@@ -109,32 +110,42 @@ class WriteScope:
         return replace(self, writable=(*self.writable, folder))
 
 
-def _shown(root: Path, path: Path | str) -> str:
-    try:
-        return Path(path).relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
+# The deny-list is built on every load (every `agentos` command), so on strings: pathlib and
+# a pure-Python realpath of each full path cost ~2 ms here; this costs ~0.1 ms.
+
+def _inside(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip("/") + "/")
 
 
-def _real(path: Path) -> Path:
-    """`path` with symlinks resolved as far as they exist (never raises for a missing part)."""
+def _shown(root: str, path: str) -> str:
+    return path[len(root.rstrip("/")) + 1:] if _inside(path, root) else path
+
+
+def _real(path: str, root: str | None = None) -> str:
+    """`path` (normalised) with symlinks resolved as far as they exist; never raises. Under
+    `root` (itself resolved) only the parts below it are lstat'ed, and realpath runs only
+    when one is a link."""
     try:
-        return Path(os.path.realpath(path))
+        if root is not None and _inside(path, root):
+            here = root.rstrip("/")
+            for part in path[len(here) + 1:].split("/"):
+                here = f"{here}/{part}"
+                if os.path.islink(here):
+                    return os.path.realpath(path)
+            return path
+        return os.path.realpath(path)
     except (OSError, ValueError):
-        return Path(os.path.normpath(path))
+        return os.path.normpath(path)
 
 
-def _both(root: Path, path: Path, shown: str, why: str) -> list[Denied]:
+def _both(root: str, path: str, shown: str, why: str) -> list[Denied]:
     """The path as named (normalised) and resolved: a link could be swapped for a file."""
-    named = Path(os.path.normpath(path))
-    out = [Denied(str(named), shown, why)]
-    real = _real(path)
-    if real != named:
-        out.append(Denied(str(real), shown, why))
-    return out
+    named = os.path.normpath(path)
+    real = _real(named, root)
+    return [Denied(p, shown, why) for p in dict.fromkeys((named, real))]
 
 
-def _argv_paths(root: Path, argv: Iterable[str]) -> list[Path]:
+def _argv_paths(root: str, argv: Iterable[str]) -> list[str]:
     """The entries of a command line that name a path inside the workspace (resolved or as
     written), whether or not the file exists yet: a tool could otherwise create it."""
     found = []
@@ -142,95 +153,102 @@ def _argv_paths(root: Path, argv: Iterable[str]) -> list[Path]:
         for text in (arg, arg.partition("=")[2]):  # `--config=hooks/x.yaml` names a file too
             if not text or "\0" in text or len(text) > 4096:
                 continue
-            candidate = Path(text) if os.path.isabs(text) else root / text
-            for p in (Path(os.path.normpath(candidate)), _real(candidate)):
-                if p != root and p.is_relative_to(root):
-                    found.append(p)
+            named = os.path.normpath(os.path.join(root, text))  # an absolute text stays itself
+            found += [p for p in dict.fromkeys((named, _real(named, root))) if _inside(p, root)]
     return found
 
 
-def _module_paths(root: Path, dotted: str) -> list[Path]:
+def _module_paths(root: str, dotted: str) -> list[str]:
     """A hook handler's top-level package (or module file) when it lives in the workspace."""
     name = dotted.partition(":")[0]
-    module = sys.modules.get(name)
-    origin = getattr(module, "__file__", None)
+    origin = getattr(sys.modules.get(name), "__file__", None)
     if not origin:
         return []
-    path = _real(Path(origin))
-    if not path.is_relative_to(root):
+    path = _module_file(origin)
+    if not _inside(path, root):
         return []
-    top = path.parent if path.name == "__init__.py" else path
+    top = os.path.dirname(path) if os.path.basename(path) == "__init__.py" else path
     for _ in name.split(".")[1:]:
-        top = top.parent
-    return [top] if top != root else [path]
+        top = os.path.dirname(top)
+    return [top] if _inside(top, root) else [path]
+
+
+@functools.lru_cache(maxsize=256)
+def _module_file(origin: str) -> str:
+    """A module's file, resolved once: an imported module's file does not move."""
+    return _real(os.path.abspath(origin))
 
 
 def denied_paths(root: Path, config: WorkspaceConfig | None, hooks: Iterable[dict[str, Any]],
                  contract_dirs: Iterable[Path] = ()) -> list[Denied]:
-    """The deny-list of a workspace: its contracts, its logs, and what its hooks and MCP
-    servers run. `contract_dirs` are the contract folders actually loaded (the reference
-    ones when the workspace has none, so a bridged server is not pointed at them either)."""
+    """The deny-list of a workspace (`root` resolved): its contracts, its logs, and what its
+    hooks and MCP servers run. `contract_dirs` are the contract folders actually loaded (the
+    reference ones when the workspace has none, so a bridged server is not pointed at them)."""
+    top = str(root)
     out: list[Denied] = []
     for name in CONTRACTS:
         shown = name if name == CONFIG_NAME else f"{name}/"
-        out += _both(root, root / name, shown, LOGS_WHY if name == "sessions" else CONTRACT_WHY)
+        out += _both(top, f"{top}/{name}", shown, LOGS_WHY if name == "sessions" else CONTRACT_WHY)
     roots = config.skill_roots if config is not None else ("skills",)
     for r in roots:
-        out += _both(root, root / r, f"{r.rstrip('/')}/ (a skill root)", CONTRACT_WHY)
-    for d in contract_dirs:
-        out += _both(root, d, _shown(root, _real(d)), CONTRACT_WHY)
+        out += _both(top, os.path.join(top, r), f"{r.rstrip('/')}/ (a skill root)", CONTRACT_WHY)
+    for d in map(str, contract_dirs):  # the workspace's own are covered above: the reference's
+        if os.path.dirname(os.path.normpath(d)) != top:
+            out += _both(top, d, _shown(top, _real(d)), CONTRACT_WHY)
     for i, entry in enumerate(hooks):
         where = f"hooks[{i}]"
         if "command" in entry:
             argv = [str(a) for a in entry["command"]]
             runs = [sys.executable, *argv[1:]] if argv[:1] == ["python"] else argv
-            for p in _argv_paths(root, runs):
-                out.append(Denied(str(p), _shown(root, p), f"which {where}'s command runs; no tool "
-                                                           "may write it"))
+            for p in _argv_paths(top, runs):
+                out.append(Denied(p, _shown(top, p), f"which {where}'s command runs; no tool "
+                                                     "may write it"))
         elif "handler" in entry:
-            for p in _module_paths(root, str(entry["handler"])):
-                out.append(Denied(str(p), _shown(root, p), f"the module of {where}'s handler; no "
-                                                           "tool may write it"))
+            for p in _module_paths(top, str(entry["handler"])):
+                out.append(Denied(p, _shown(top, p), f"the module of {where}'s handler; no "
+                                                     "tool may write it"))
     for server in config.mcp_servers if config is not None else ():
         env = [part for v in server.env.values() for part in v.split(os.pathsep)]
-        for p in _argv_paths(root, [*server.command, *env]):
-            out.append(Denied(str(p), _shown(root, p), f"which {server.where}'s command runs; "
-                                                       "no tool may write it"))
+        for p in _argv_paths(top, [*server.command, *env]):
+            out.append(Denied(p, _shown(top, p), f"which {server.where}'s command runs; "
+                                                 "no tool may write it"))
     seen: set[str] = set()
     return [d for d in out if not (d.path in seen or seen.add(d.path))]
 
 
 def _entry_problem(root: Path, entry: str, denied: list[Denied]) -> tuple[str | None, Path]:
     """Why one `writable` entry cannot be a data folder (None: it can), and where it leads."""
-    lexical = Path(os.path.normpath(root / entry))
+    top = str(root)
+    lexical = os.path.normpath(os.path.join(top, entry))
     if os.path.isabs(entry) or "\0" in entry:
         return (f"{entry!r} is not a folder name inside the workspace; give a relative path "
-                "such as notes"), lexical
-    if ".." in Path(entry).parts or not lexical.is_relative_to(root):
-        return f"{entry!r} leads out of the workspace; give a folder inside it, such as notes", lexical
-    real = _real(root / entry)
-    if not real.is_relative_to(root):
+                "such as notes"), Path(lexical)
+    if ".." in entry.split("/") or not (_inside(lexical, top) or lexical == top):
+        return (f"{entry!r} leads out of the workspace; give a folder inside it, such as notes",
+                Path(lexical))
+    real = _real(lexical, top)
+    if not _inside(real, top) and real != top:
         return (f"{entry!r} is a symlink leading out of the workspace; give a real folder "
-                "inside it, such as notes"), real
-    if real == root or lexical == root:
+                "inside it, such as notes"), Path(real)
+    if top in (real, lexical):
         return (f"{entry!r} is the whole workspace, which holds its contracts; give a data "
-                "folder such as notes"), real
+                "folder such as notes"), Path(real)
     scope = WriteScope(root, (), tuple(denied))
-    for p in (lexical, real):
+    for p in map(Path, dict.fromkeys((lexical, real))):
         why = scope.denial(p)
         if why:
-            return f"{entry!r} {why}; it cannot be writable: name a data folder such as notes", real
+            return f"{entry!r} {why}; it cannot be writable: name a data folder such as notes", Path(real)
         why = scope.holds(p)
         if why:
             return (f"{entry!r} {why}; it cannot be writable: name a data folder such as notes, "
-                    "or move that file out of it"), real
-    return None, real
+                    "or move that file out of it"), Path(real)
+    return None, Path(real)
 
 
 def build_scope(root: Path, config: WorkspaceConfig | None, hooks: Iterable[dict[str, Any]] = (),
                 contract_dirs: Iterable[Path] = ()) -> WriteScope:
     """The WriteScope of a workspace; ContractError names each bad `writable[i]`."""
-    root = _real(root)
+    root = Path(_real(os.path.abspath(root)))
     denied = denied_paths(root, config, hooks, contract_dirs)
     entries = config.writable if config is not None else DEFAULT_WRITABLE
     shown = config.file if config is not None else CONFIG_NAME
