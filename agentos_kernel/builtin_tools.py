@@ -2,10 +2,11 @@
 
 File tools are confined to the workspace: a path that escapes it (`..`, an absolute path,
 a symlink pointing out), or that no file system could hold (a NUL, a name over NAME_MAX
-bytes, a path over PATH_MAX), is `PATH_DENIED`, and the event logs under `sessions/`
-cannot be written. list_dir leaves out links that lead outside. Every path in a result or
-an error is relative, so logs do not depend on where the workspace lives (byte-identical
-logs across machines in deterministic mode).
+bytes, a path over PATH_MAX), is `PATH_DENIED`. write_file writes only inside the
+workspace's `writable` folders and never a contract or `sessions/` (write_scope.py).
+list_dir leaves out links that lead outside. Every path in a result or an error is relative,
+so logs do not depend on where the workspace lives (byte-identical logs across machines in
+deterministic mode).
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ def _confine(ctx: ToolContext, rel: str, *, writing: bool = False) -> Path | Err
         return _denied(rel, f"cannot be resolved ({type(exc).__name__})")
     if not target.is_relative_to(root):
         return _denied(rel, "escapes the workspace; use a path inside it")
-    parts = target.relative_to(root).parts
-    if writing and parts and parts[0] in ctx.protected:
-        return _denied(rel, f"is under {parts[0]}/, which tools may not write")
+    if writing:
+        why = ctx.scope.refusal(target)
+        if why:
+            return _denied(rel, why)
     return target
 
 
@@ -175,12 +177,14 @@ def _inside(link: Path, root: Path) -> bool:
 
 
 BUILTIN_TOOLS = (
-    ToolDef("echo", "tool_echo_in_v1", "tool_echo_out_v1", echo, "Return the given text unchanged."),
+    ToolDef("echo", "tool_echo_in_v1", "tool_echo_out_v1", echo, "Return the given text unchanged.",
+            confined=True),
     ToolDef("read_file", "tool_read_file_in_v1", "tool_read_file_out_v1", read_file,
-            "Read a UTF-8 file inside the workspace; returns content and sha256."),
+            "Read a UTF-8 file inside the workspace; returns content and sha256.", confined=True),
     ToolDef("write_file", "tool_write_file_in_v1", "tool_write_file_out_v1", write_file,
-            "Write a file inside the workspace under a write_claim_v1 whose expected_hash is the "
-            "sha256 of the current content."),
+            "Write a file inside the workspace's writable folders (notes/ by default) under a "
+            "write_claim_v1 whose expected_hash is the sha256 of the current content.",
+            confined=True),
     ToolDef("list_dir", "tool_list_dir_in_v1", "tool_list_dir_out_v1", list_dir,
-            "List a directory inside the workspace."),
+            "List a directory inside the workspace.", confined=True),
 )

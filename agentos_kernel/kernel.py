@@ -38,7 +38,8 @@ from .skills import SkillRegistry, discover
 from .store_factory import open_store
 from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
-from .workspace import Workspace, find_workspace, reference_dir
+from .workspace import CONTRACT_DIRS, Workspace, find_workspace, reference_dir
+from .write_scope import WriteScope, build_scope
 
 
 class Runtime(RequestFlow, SessionReading):
@@ -48,8 +49,11 @@ class Runtime(RequestFlow, SessionReading):
     def __init__(self, workspace: Workspace, config: WorkspaceConfig, profile: RuntimeProfile,
                  schemas: SchemaRegistry, agents: dict[str, AgentDef], skills: SkillRegistry,
                  tools: ToolRegistry, hooks: HookBus, faults: FaultPlan | None = None,
-                 provider_factory: ProviderFactory | None = None, bridged: Any = None) -> None:
+                 provider_factory: ProviderFactory | None = None, bridged: Any = None,
+                 scope: WriteScope | None = None) -> None:
         self.workspace, self.config, self.profile = workspace, config, profile
+        self.scope = scope if scope is not None else build_scope(workspace.root, config, config.hooks)
+        """Where this runtime's tools may write (write_scope.py); every session's ToolContext."""
         self.provider_factory = provider_factory  # None: PROVIDERS[profile.provider]; rerun: a cassette
         self.schemas, self.agents, self.skills, self.tools, self.hooks = (
             schemas, agents, skills, tools, hooks)
@@ -110,13 +114,15 @@ class Runtime(RequestFlow, SessionReading):
                 problems.append(Problem(config.file, where, str(exc).strip("'\"")))
         if problems:
             raise ContractError(problems)
+        # Before any server starts: a bad writable entry is a load error like any other.
+        scope = build_scope(ws.root, config, entries, [ws.contract_dir(n) for n in CONTRACT_DIRS])
         bridged = None
         if config.mcp_servers:  # the MCP SDK is imported only by a workspace that names a server
             from .mcp_bridges import bridge_servers
             bridged = bridge_servers(config, schemas, ws.root, own)
             schemas, own = bridged.schemas, bridged.tools
         return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(own), hooks, faults,
-                   bridged=bridged)
+                   bridged=bridged, scope=scope)
 
     # -- resources --------------------------------------------------------------------
     def close(self) -> None:
@@ -209,7 +215,7 @@ class Runtime(RequestFlow, SessionReading):
             raise
         return Session(log=log, profile=self.profile, provider=provider, tools=self.tools,
                        hooks=self.hooks, schemas=self.schemas, agents=self.agents,
-                       tool_context=ToolContext(self.workspace.root, sid))
+                       tool_context=ToolContext(self.workspace.root, sid, self.scope))
 
     @contextmanager
     def watching(self, watch: Callable[[Event], None], *, before: bool = False) -> Iterator[None]:

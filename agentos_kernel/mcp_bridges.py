@@ -6,7 +6,9 @@ Each server tool becomes a `ToolDef` named `<server>__<tool>`, so a skill lists 
 tool-name rules (Anthropic, OpenAI: `^[a-zA-Z0-9_-]{1,64}$`) reject dots. Each tool's
 `inputSchema` is registered as schema `mcp_<server>__<tool>_in` (step 3 rejects bad
 arguments before the server sees them); every result is checked against the generic
-`mcp_tool_result_v1`.
+`mcp_tool_result_v1`. A bridged tool does its own I/O, so dispatch checks its path arguments
+(path_args.py: named `path`, `file`, ..., or marked so by its schema) against the contracts
+before the call, unless the server marks it read-only (`readOnlyHint`).
 
 `BridgedTools` owns the bridges. When a server's tool list changes (`tools/list_changed`),
 `refresh()` rebuilds the registry and schemas; the Runtime applies it when a session opens,
@@ -23,6 +25,7 @@ from mcp import types
 
 from .errors import ContractError, Problem, Result
 from .mcp import RESULT_SCHEMA, McpBridge
+from .path_args import schema_path_args
 from .profile import WorkspaceConfig
 from .schemas import SchemaRegistry
 from .tools import ToolContext, ToolDef
@@ -123,8 +126,11 @@ def tool_defs(bridge: McpBridge, tools: list[types.Tool]
         # here; the keywords tool schemas use mean the same in draft-07.
         docs[sid] = {k: v for k, v in tool.input_schema.items() if k != "$schema"}
         summary = (tool.description or "").strip().splitlines()
+        hints = tool.annotations
         defs.append(ToolDef(name, sid, RESULT_SCHEMA, _invoker(bridge, tool.name),
-                            summary[0] if summary else f"MCP tool {tool.name} of server {server}"))
+                            summary[0] if summary else f"MCP tool {tool.name} of server {server}",
+                            path_args=schema_path_args(docs[sid]),
+                            read_only=bool(hints is not None and hints.read_only_hint)))
     if problems:
         raise ContractError(problems)
     return defs, docs

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .errors import ContractError, Problem
 from .frontmatter import FrontmatterError, field_of, load_yaml, yaml_problem
+from .write_scope import DEFAULT_WRITABLE
 from .yamlload import yaml_error
 
 if TYPE_CHECKING:
@@ -137,6 +138,8 @@ class WorkspaceConfig:
     """Directories scanned for */SKILL.md, relative to the workspace."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """MCP servers whose tools are added to the tool registry."""
+    writable: tuple[str, ...] = DEFAULT_WRITABLE
+    """Folders tools may write inside, relative to the workspace (write_scope.py)."""
 
     def profile(self, name: str | None = None) -> RuntimeProfile:
         """A profile by name; KeyError names the bad key and the known ones."""
@@ -198,7 +201,8 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
     if problems:
         raise ContractError(problems)
     return WorkspaceConfig(shown, doc["default_profile"], profiles, tuple(doc.get("hooks") or ()),
-                           tuple(doc.get("skill_roots") or ("skills",)), servers)
+                           tuple(doc.get("skill_roots") or ("skills",)), servers,
+                           tuple(doc.get("writable", DEFAULT_WRITABLE)))
 
 
 def _field(key: str, value: Any) -> Any:

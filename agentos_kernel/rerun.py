@@ -146,7 +146,7 @@ def _runtime_for(rt: Runtime, profile_name: str | None) -> Runtime:
         with contextlib.suppress(KeyError):
             profile = rt.config.profile(profile_name)
     return Runtime(rt.workspace, rt.config, profile, rt.schemas, rt.agents, rt.skills, rt.tools,
-                   rt.hooks, None)
+                   rt.hooks, None, scope=rt.scope)
 
 
 def compare(recorded: list[Event], new: list[Event], rename: tuple[str, str]

@@ -14,7 +14,9 @@ from typing import Any
 from .errors import DomainError, Err, ErrorCode, Ok, Result, exception_text
 from .hooks import HookBus
 from .hooks.bus import plain_json
+from .path_args import path_refusal
 from .recorder import SessionLog
+from .write_scope import WriteScope, default_scope
 
 
 @dataclass(frozen=True)
@@ -25,8 +27,12 @@ class ToolContext:
     """Root every file tool is confined to."""
     session_id: str
     """The calling session."""
-    protected: tuple[str, ...] = ("sessions",)
-    """Top-level names inside the workspace that tools may not write (the event logs)."""
+    scope: WriteScope = None  # type: ignore[assignment]  # None: the workspace's default scope
+    """Where tools may write: the `writable` folders, never a contract (write_scope.py)."""
+
+    def __post_init__(self) -> None:
+        if self.scope is None:  # a context made by hand gets the default rule, never none
+            object.__setattr__(self, "scope", default_scope(self.workspace))
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,13 @@ class ToolDef:
     """Does the work; returns `Ok(result)` or `Err(DomainError)`."""
     description: str = ""
     """One line for the model's tool list."""
+    confined: bool = False
+    """True when the tool confines its own paths through `ToolContext.scope` (the builtins);
+    dispatch refuses any other tool's path-like argument that names a contract first."""
+    path_args: tuple[str, ...] = ()
+    """Argument names its input schema marks as paths, beyond the usual names (path_args.py)."""
+    read_only: bool = False
+    """The tool only reads (an MCP server's readOnlyHint): its paths are not checked."""
 
 
 @dataclass(frozen=True)
@@ -127,9 +140,12 @@ def dispatch_tool(
     # 5. tool.invoke
     invoked = log.append("tool.invoke", actor, {"id": call.id, "name": call.name, "args": args})
     # 6. the call itself; a tool that raises, or answers with anything but Ok(JSON) or
-    # Err(DomainError), is a broken tool, reported once, here
+    # Err(DomainError), is a broken tool, reported once, here. A tool that does not confine
+    # its own paths (bridged, your own) is refused a path argument naming a contract before
+    # it is called: built in, not a hook, so no agentos.yaml edit can turn it off.
     try:
-        result = _as_result(call.name, tool.invoke(args, context))
+        refused = None if tool.confined else path_refusal(tool, args, context.scope)
+        result = refused or _as_result(call.name, tool.invoke(args, context))
     except KeyboardInterrupt:
         log.append("tool.result", f"tool:{call.name}", {  # the invoke keeps its result pair
             "id": call.id, "name": call.name, "ok": False,

@@ -18,6 +18,7 @@ from .schemas import SchemaRegistry
 from .skills import discover
 from .tools import ToolDef
 from .workspace import Workspace, find_workspace, reference_dir
+from .write_scope import build_scope
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,10 @@ def _contracts(ws: Workspace, profile: str | None, warnings: list[Problem]) -> l
                                         f"{', '.join(sorted(known_tools))}); a call to it would be "
                                         "TOOL_NOT_FOUND"))
     if config is not None:
+        try:
+            build_scope(ws.root, config, config.hooks)
+        except ContractError as exc:
+            problems += exc.problems
         found, warned = profile_findings(config, profile, ws.root)
         problems += found
         warnings += warned

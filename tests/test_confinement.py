@@ -240,10 +240,11 @@ def test_writes_into_sessions_are_denied_even_through_a_link(ctx: ToolContext, p
 
 
 def test_a_planted_temp_file_link_does_not_redirect_a_write(ctx: ToolContext, outside: Outside) -> None:
-    (ctx.workspace / "notes.md.agentos-tmp").symlink_to(outside.root / "sub" / "planted")
-    got = write_file({"path": "notes.md", "content": "mine", "claim": _claim()}, ctx)
+    (ctx.workspace / "notes").mkdir()
+    (ctx.workspace / "notes" / "notes.md.agentos-tmp").symlink_to(outside.root / "sub" / "planted")
+    got = write_file({"path": "notes/notes.md", "content": "mine", "claim": _claim()}, ctx)
     assert not isinstance(got, Err)
-    assert (ctx.workspace / "notes.md").read_text() == "mine" and outside.untouched()
+    assert (ctx.workspace / "notes" / "notes.md").read_text() == "mine" and outside.untouched()
 
 
 def _finishes(fn: Any, seconds: float = 20) -> Any:
@@ -259,11 +260,13 @@ def _finishes(fn: Any, seconds: float = 20) -> Any:
 
 
 def test_a_fifo_is_refused_by_the_file_tools_not_waited_on(ctx: ToolContext) -> None:
-    os.mkfifo(ctx.workspace / "pipe")
-    for got in (_finishes(lambda: read_file({"path": "pipe"}, ctx)),
-                _finishes(lambda: write_file({"path": "pipe", "content": "x", "claim": _claim()}, ctx))):
+    (ctx.workspace / "notes").mkdir()
+    os.mkfifo(ctx.workspace / "notes" / "pipe")
+    for got in (_finishes(lambda: read_file({"path": "notes/pipe"}, ctx)),
+                _finishes(lambda: write_file({"path": "notes/pipe", "content": "x", "claim": _claim()},
+                                             ctx))):
         assert isinstance(got, Err) and got.error.code == ErrorCode.TOOL_ERROR
-        assert "'pipe'" in got.error.message
+        assert "'notes/pipe'" in got.error.message or "'pipe'" in got.error.message
 
 
 def test_a_fifo_skill_md_is_skipped_not_waited_on(workspace: Path) -> None:

@@ -79,7 +79,7 @@ def _nothing_written(run: Run) -> None:
     results = [e.payload for e in run.of("tool.result") if e.payload["name"] == "write_file"]
     assert results and all(r["ok"] is False and r["error"]["code"] == ErrorCode.WRITE_CONFLICT
                            for r in results)
-    assert not (run.rt.workspace.root / "notes.md").exists()
+    assert not (run.rt.workspace.root / "notes" / "notes.md").exists()
 
 
 def _prompt_never_reached_a_model(run: Run) -> None:

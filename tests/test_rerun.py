@@ -45,7 +45,7 @@ def test_fault_injected_session_reruns_identical(workspace: Path, run_request: R
 def test_write_file_is_not_repeated(workspace: Path, run_request: RunRequest) -> None:
     run = run_request(NOTE_PROMPT)
     assert "write_file" in run.invoked()
-    note = workspace / "notes.md"
+    note = workspace / "notes" / "notes.md"
     before = (note.read_bytes(), note.stat().st_mtime_ns)
     report = _rerun(workspace, run.session_id)
     assert report.identical, report.verdict()

@@ -238,10 +238,12 @@ def test_read_file_reports_content_and_hash_with_a_relative_path(ctx: ToolContex
 
 
 def test_a_missing_file_reads_as_empty_so_a_first_write_can_claim_it(ctx: ToolContext) -> None:
-    got = read_file({"path": "new.md"}, ctx)
-    assert got.value == {"path": "new.md", "content": "", "sha256": sha256_of(""), "exists": False}
-    written = write_file({"path": "new.md", "content": "x\n", "claim": claim(got.value["sha256"])}, ctx)
-    assert isinstance(written, Ok) and (ctx.workspace / "new.md").read_text() == "x\n"
+    got = read_file({"path": "notes/new.md"}, ctx)
+    assert got.value == {"path": "notes/new.md", "content": "", "sha256": sha256_of(""),
+                         "exists": False}
+    written = write_file({"path": "notes/new.md", "content": "x\n",
+                          "claim": claim(got.value["sha256"])}, ctx)
+    assert isinstance(written, Ok) and (ctx.workspace / "notes" / "new.md").read_text() == "x\n"
 
 
 def test_read_file_refuses_non_text_and_directories(ctx: ToolContext) -> None:
@@ -252,18 +254,19 @@ def test_read_file_refuses_non_text_and_directories(ctx: ToolContext) -> None:
 
 
 def test_write_file_is_a_protected_write(ctx: ToolContext) -> None:
-    target = ctx.workspace / "notes.md"
-    first = write_file({"path": "notes.md", "content": "one\n", "claim": claim("")}, ctx)
-    assert first == Ok({"path": "notes.md", "sha256": sha256_of("one\n"), "bytes": 4})
-    blind = write_file({"path": "notes.md", "content": "clobber\n", "claim": claim("")}, ctx)
+    target = ctx.workspace / "notes" / "notes.md"
+    first = write_file({"path": "notes/notes.md", "content": "one\n", "claim": claim("")}, ctx)
+    assert first == Ok({"path": "notes/notes.md", "sha256": sha256_of("one\n"), "bytes": 4})
+    blind = write_file({"path": "notes/notes.md", "content": "clobber\n", "claim": claim("")}, ctx)
     assert isinstance(blind, Err) and blind.error.code == ErrorCode.WRITE_CONFLICT
-    stale = write_file({"path": "notes.md", "content": "two\n", "claim": claim(sha256_of("zero\n"))}, ctx)
+    stale = write_file({"path": "notes/notes.md", "content": "two\n",
+                        "claim": claim(sha256_of("zero\n"))}, ctx)
     assert isinstance(stale, Err) and stale.error.code == ErrorCode.WRITE_CONFLICT
     assert target.read_text() == "one\n"
-    fresh = write_file({"path": "notes.md", "content": "one\ntwo\n",
+    fresh = write_file({"path": "notes/notes.md", "content": "one\ntwo\n",
                         "claim": claim(sha256_of("one\n"))}, ctx)
     assert isinstance(fresh, Ok) and target.read_text() == "one\ntwo\n"
-    assert sorted(p.name for p in ctx.workspace.glob("notes.md*")) == ["notes.md"]  # no temp left
+    assert sorted(p.name for p in (ctx.workspace / "notes").glob("notes.md*")) == ["notes.md"]  # no temp left
 
 
 def test_list_dir_lists_visible_entries_sorted(ctx: ToolContext) -> None:
@@ -280,7 +283,7 @@ def test_append_note_skill_writes_through_the_protected_write(workspace: Path,
     first = run_request(NOTE_PROMPT)
     second = run_request('remember "eggs"')
     assert first.ok and second.ok
-    assert (workspace / "notes.md").read_text() == "- buy milk\n- eggs\n"
+    assert (workspace / "notes" / "notes.md").read_text() == "- buy milk\n- eggs\n"
     assert second.invoked() == ["read_file", "write_file"]
     write = second.of("tool.invoke")[1].payload["args"]
     assert write["claim"]["expected_hash"] == sha256_of("- buy milk\n")

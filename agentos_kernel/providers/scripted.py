@@ -134,7 +134,7 @@ class ScriptedProvider:
         prompt = str(data.get("prompt", ""))
         writes = any(t == "write_file" for t in data.get("skill", {}).get("allowed_tools", []))
         found = _PATH.search(prompt)
-        path = found.group(1) if found else ("notes.md" if writes else "README.md")
+        path = found.group(1) if found else ("notes/notes.md" if writes else "README.md")
         last_read = next((r["result"] for r in reversed(results)
                           if isinstance(r.get("result"), dict) and "sha256" in r["result"]), None)
         quoted = _QUOTED.search(prompt)

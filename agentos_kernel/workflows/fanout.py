@@ -30,16 +30,14 @@ FINDING_KINDS = ("confidence-gating", "severity-routing")
 
 def _escapes(ctx: Any, directory: str) -> str | None:
     """Why the artifact directory, once symlinks are resolved, is not a place tools may
-    write (outside the workspace, or in a protected folder such as sessions/), else None.
-    `ctx` is the session's L1 ToolContext (L8 does not import L1)."""
+    write (outside the workspace, or a contract or sessions/, which no grant re-opens),
+    else None. `ctx` is the session's L1 ToolContext (L8 does not import L1)."""
     root = ctx.workspace.resolve()
     real = (ctx.workspace / directory).resolve()
     if not real.is_relative_to(root):
         return "leads outside the workspace (a symlink)"
-    parts = real.relative_to(root).parts
-    if parts and parts[0] in ctx.protected:
-        return f"leads into {parts[0]}/, which tools may not write"
-    return None
+    why = ctx.scope.denial(real) or ctx.scope.holds(real)
+    return f"leads into a folder that {why}" if why else None
 
 
 def slug(text: str) -> str:
@@ -179,8 +177,12 @@ class FanOut:
         payload["write"] = {"artifact": template.id, "directory": directory or ".", "path": name,
                             "template": template.body, "tools": list(WRITE_TOOLS)}
         # Confine the persona's writes to the artifact's directory: the role-permissions
-        # decision was about this path, so L1 enforces it rather than trusting the model.
-        self.session.tool_context = replace(base, workspace=base.workspace / directory)
+        # decision was about this path, so L1 enforces it rather than trusting the model. The
+        # directory is declared by a workflows/ template (a contract), so it is granted as a
+        # writable folder for this one call; the deny-list still applies inside it.
+        folder = (base.workspace / directory).resolve()
+        self.session.tool_context = replace(base, workspace=base.workspace / directory,
+                                            scope=base.scope.granting(folder))
         try:
             return call_role(self.session, persona.agent(), payload, tools=self._specs(),
                              allowed=frozenset(WRITE_TOOLS))
