@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .errors import ContractError, Problem
 from .frontmatter import FrontmatterError, field_of, load_yaml, yaml_problem
+from .textcheck import DEFAULT_MAX_PROMPT_BYTES
 from .yamlload import yaml_error
 
 if TYPE_CHECKING:
@@ -92,6 +93,9 @@ class RuntimeProfile:
     """Where sessions are stored (jsonl by default, or postgres)."""
     telemetry: TelemetryConfig | None = None
     """Live OpenTelemetry export, if set."""
+    max_prompt_bytes: int = DEFAULT_MAX_PROMPT_BYTES
+    """Longest prompt (UTF-8 bytes) a session starts with; a longer one is PROMPT_TOO_LARGE
+    (the log holds a copy per model call: docs/reliability.md)."""
 
     @property
     def durability(self) -> Durability:
