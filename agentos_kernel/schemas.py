@@ -20,6 +20,7 @@ import orjson
 
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
+from .textcheck import decode_problem
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
@@ -211,7 +212,9 @@ def not_json(payload: Any, *, max_values: int = MAX_PAYLOAD_VALUES,
 def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> Problem | None:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        return Problem(str(path), "-", decode_problem(exc))
+    except (OSError, json.JSONDecodeError) as exc:
         return Problem(str(path), "-", f"not valid JSON: {exc}")
     if not isinstance(doc, dict):
         return Problem(str(path), "-", "a schema must be a JSON object")
