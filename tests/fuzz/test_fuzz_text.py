@@ -136,12 +136,19 @@ def served(runtime: Runtime) -> Iterator[Any]:
     session.log.close()
 
 
+CLAIM = {"who": "worker", "why": "fuzz", "expected_hash": "", "schema_version": "v1"}
+# Each tool's arguments, valid but for T: where T lands in a string no schema constraint
+# reads (echo's text, write_file's content), only the boundary's text check can refuse it.
+TEMPLATES = {"echo": lambda t: {"text": t}, "read_file": lambda t: {"path": t},
+             "list_dir": lambda t: {"path": t},
+             "write_file": lambda t: {"path": "fuzzed.txt", "content": t, "claim": CLAIM}}
+
+
 @fuzz(200)
-@given(name=st.sampled_from(["echo", "read_file", "write_file", "list_dir"]),
-       text=any_text, args=bad_json | json_values)
+@given(name=st.sampled_from(sorted(TEMPLATES)), text=any_text, args=bad_json | json_values)
 def test_a_tool_call_never_raises_and_text_that_is_not_utf8_is_schema_invalid(
         in_tbox: Box, runtime: Runtime, served: Any, name: str, text: str, args: Any) -> None:
-    for call_args in ({"text": text, "path": text}, args):
+    for call_args in (TEMPLATES[name](text), {"text": args}, args):
         got = dispatch_tool(ToolCall("f1", name, call_args), tools=runtime.tools,
                             allowed_tools=frozenset(runtime.tools.names()), hooks=runtime.hooks,
                             log=served.log, context=served.tool_context)
