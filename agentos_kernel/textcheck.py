@@ -103,7 +103,7 @@ def prompt_refusal(prompt: object, max_bytes: int, profile: str, config: str = "
     """Why `prompt` cannot start a session (empty, not UTF-8 text, over `max_bytes` of UTF-8;
     `config` names the file that sets the limit), or None. Each is refused before any session
     exists, as PROMPT_EMPTY always was: nothing is run, so nothing is recorded or left on disk."""
-    if not isinstance(prompt, str) or not prompt.strip():
+    if not isinstance(prompt, str) or not prompt or prompt.isspace():  # strip() would copy it
         return DomainError("input", ErrorCode.PROMPT_EMPTY,
                            f"the prompt is empty ({prompt!r}); give the request, e.g. 'hello, greet Ada'")
     bad = text_error(prompt, "the prompt", "give the request as UTF-8 text (check the encoding of "
