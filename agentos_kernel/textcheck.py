@@ -19,9 +19,9 @@ from .errors import DomainError, ErrorCode
 
 DEFAULT_MAX_PROMPT_BYTES = 512 * 1024
 """A profile's `max_prompt_bytes` when it sets none: a pasted file of a few hundred KB fits
-(about 130k tokens of English, the context window of the models the examples name), and
-the log stays near 11 x that on the canonical request (every model call copies the prompt;
-21 x when the reviewer fails twice): docs/reliability.md, "Bad input"."""
+(about 130k tokens of English, most of a 200k-token context window), and the log stays
+near 11 x that on the canonical request (every model call copies the prompt; 21 x when the
+reviewer fails twice): docs/reliability.md, "Bad input"."""
 
 
 def first_bad(text: str) -> int | None:
