@@ -81,10 +81,12 @@ def argv_error(argv: list[str]) -> str | None:
             continue
         name, eq, value = arg.partition("=")
         if arg.startswith("--") and eq and first_bad(name) is None:
-            where, problem = f"the value of {name} {shown(value, at - len(name) - 1)}", text_problem(value)
-        else:
+            where = f"the value of {shown(name)[1:-1]} {shown(value, at - len(name) - 1)}"
+            problem = text_problem(value)
+        else:  # the argument before it, when an option: each quoted on one line, as typed
             before = argv[i - 1] if i else ""
-            after = f" (after {before})" if before.startswith("-") and first_bad(before) is None else ""
+            after = (f" (after {shown(before)[1:-1]})" if before.startswith("-")
+                     and first_bad(before) is None else "")
             where, problem = f"argument {i + 1} {shown(arg, at)}{after}", text_problem(arg)
         return (f"{where} is not valid UTF-8 text: {problem}; type it as UTF-8 (a path: rename "
                 "the file or directory to a UTF-8 name)")
