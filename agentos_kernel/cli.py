@@ -22,6 +22,7 @@ from .jsonshape import printable
 from .kernel import Runtime
 from .livetrace import LiveTrace
 from .providers.faults import PRESETS, FaultPlanError, load_fault_plan
+from .textcheck import argv_error
 from .trace import trace_lines
 
 CANONICAL = "hello, greet Ada"
@@ -241,6 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    bad = argv_error(sys.argv[1:] if argv is None else argv)
+    if bad:  # before argparse, so no command sees text it cannot log or print
+        print(f"agentos: error: {bad}", file=sys.stderr)
+        return EXIT_USAGE
     if any(a.startswith("-") and a.endswith("=--") for a in argv or sys.argv[1:]):
         # argparse (3.11) turns `--opt=--` into an empty list instead of the string "--"
         parser.error("an option's value cannot be '--'; quote what you meant")

@@ -17,7 +17,7 @@ class DomainError:
     """A domain failure: returned as `Err(DomainError)` and logged as an event."""
 
     kind: str
-    """Family of the failure: gate, schema, provider, lock, config, tool, loop."""
+    """Family of the failure: gate, schema, provider, lock, config, tool, loop, input."""
     code: str
     """One of `ErrorCode`: the stable, testable name of what went wrong."""
     message: str
@@ -63,6 +63,8 @@ class ErrorCode:
     GATE_DENIED = "GATE_DENIED"
     PROMPT_DENIED = "PROMPT_DENIED"
     PROMPT_EMPTY = "PROMPT_EMPTY"
+    PROMPT_INVALID = "PROMPT_INVALID"
+    PROMPT_TOO_LARGE = "PROMPT_TOO_LARGE"
     HOOK_TIMEOUT = "HOOK_TIMEOUT"
     HOOK_ERROR = "HOOK_ERROR"
     WRITE_CONFLICT = "WRITE_CONFLICT"

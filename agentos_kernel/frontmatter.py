@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import Problem
+from .textcheck import decode_problem
 from .yamlload import yaml_error
 
 if TYPE_CHECKING:  # imported on first use: `import agentos_kernel` loads neither
@@ -126,8 +127,10 @@ def load(path: Path, schema_id: str, schemas: SchemaRegistry, shown: str
     """Read and check one Markdown contract file; a Problem names file and field."""
     try:
         text = read_contract(path)
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         return Problem(shown, "-", f"cannot read: {exc}")
+    except UnicodeDecodeError as exc:
+        return Problem(shown, "-", decode_problem(exc))
     try:
         meta, body = split(text)
     except FrontmatterError as exc:

@@ -13,13 +13,15 @@ import reprlib
 from collections.abc import Iterable
 from typing import Any
 
+from .textcheck import shown, text_problem
+
 _SCALARS = (str, int, float, bool, type(None))
 _Link = tuple[Any, Any] | None  # (parent link, key): a path built only when one is reported
 
 
 def shape_problem(value: Any, *, max_values: int, max_depth: int) -> tuple[str, str] | None:
     """(JSON pointer, why) for the first place where `value` is not a plain JSON value
-    (objects with string keys, lists, strings without lone surrogates, numbers, booleans,
+    (objects with string keys, lists, strings that are UTF-8 text (textcheck), numbers, booleans,
     null) or where it exceeds `max_values` values (counting each use of a shared container)
     or `max_depth` levels; None when it is plain JSON within the bounds."""
     memo: dict[int, tuple[int, int]] = {}  # id -> (values, levels) once expanded
@@ -56,6 +58,8 @@ def shape_problem(value: Any, *, max_values: int, max_depth: int) -> tuple[str, 
                 if not isinstance(k, str):
                     return pointer(link), (f"key {reprlib.repr(k)} ({type(k).__name__}) is not a "
                                            "string; JSON object keys are strings (quote it)")
+                if (problem := text_problem(k)) is not None:
+                    return pointer(link), f"key {shown(k)} is not valid UTF-8 text: {problem}"
                 stack.append((item, (link, k), depth + 1, False))
         else:
             stack.extend((item, (link, i), depth + 1, False) for i, item in enumerate(node))
@@ -68,11 +72,8 @@ def _children(node: dict[str, Any] | list[Any] | tuple[Any, ...]) -> Iterable[An
 
 def _scalar_problem(node: Any) -> str | None:
     if isinstance(node, str):
-        try:
-            node.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return f"not valid Unicode text ({exc.reason} at character {exc.start})"
-        return None
+        problem = text_problem(node)
+        return None if problem is None else f"not valid UTF-8 text: {problem}"
     if isinstance(node, _SCALARS):
         return None
     return (f"{reprlib.repr(node)} ({type(node).__name__}) is not a JSON value (quote it to make "

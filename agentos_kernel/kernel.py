@@ -36,6 +36,7 @@ from .session import Session
 from .sessionlock import SessionExists, SessionLinked, SessionLocked
 from .skills import SkillRegistry, discover
 from .store_factory import open_store
+from .textcheck import prompt_refusal
 from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
 from .workspace import CONTRACT_DIRS, Workspace, find_workspace, reference_dir
@@ -237,12 +238,14 @@ class Runtime(RequestFlow, SessionReading):
 
     def start_session(self, prompt: str, session_id: str | None = None, *,
                       actor: str = "user") -> Session | Err:
-        """Open a session and log `session.start` by `actor` (and any skipped skill files). An
-        empty prompt is refused before any session exists: there is nothing to run or record."""
-        if not isinstance(prompt, str) or not prompt.strip():
-            return Err(DomainError("input", ErrorCode.PROMPT_EMPTY,
-                                   f"the prompt is empty ({prompt!r}); give the request, "
-                                   "e.g. 'hello, greet Ada'"))
+        """Open a session and log `session.start` by `actor` (and any skipped skill files). A
+        prompt that is empty, not UTF-8 text or over the profile's max_prompt_bytes is refused
+        before any session exists (PROMPT_EMPTY, PROMPT_INVALID, PROMPT_TOO_LARGE): nothing
+        is run, so nothing is recorded or left on disk."""
+        refused = prompt_refusal(prompt, self.profile.max_prompt_bytes, self.profile.name,
+                                 self.config.file)
+        if refused is not None:
+            return Err(refused)
         session = self.open_session(session_id)
         if isinstance(session, Err):
             return session

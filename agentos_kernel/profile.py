@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .errors import ContractError, Problem
 from .frontmatter import FrontmatterError, field_of, load_yaml, yaml_problem
+from .textcheck import DEFAULT_MAX_PROMPT_BYTES, decode_problem
 from .write_scope import DEFAULT_WRITABLE
 from .yamlload import yaml_error
 
@@ -93,6 +94,9 @@ class RuntimeProfile:
     """Where sessions are stored (jsonl by default, or postgres)."""
     telemetry: TelemetryConfig | None = None
     """Live OpenTelemetry export, if set."""
+    max_prompt_bytes: int = DEFAULT_MAX_PROMPT_BYTES
+    """Longest prompt (UTF-8 bytes) a session starts with; a longer one is PROMPT_TOO_LARGE
+    (the log holds a copy per model call: docs/reliability.md)."""
 
     @property
     def durability(self) -> Durability:
@@ -164,8 +168,7 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
     except OSError as exc:
         raise ContractError([Problem(shown, "-", f"cannot read: {exc.strerror}")]) from None
     except UnicodeDecodeError as exc:
-        raise ContractError([Problem(shown, "-", f"not UTF-8 text ({exc.reason} at byte "
-                                     f"{exc.start})")]) from None
+        raise ContractError([Problem(shown, "-", decode_problem(exc))]) from None
     except FrontmatterError as exc:  # out of bounds: too long, too deep, too many values
         raise ContractError([Problem(shown, exc.field, str(exc))]) from None
     except yaml_error() as exc:

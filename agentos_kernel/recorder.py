@@ -16,7 +16,7 @@ from .clock import Clock, Ids
 from .errors import DomainError, Err, InvariantViolation, Ok, Result
 from .events import Event, EventStore, canonical, with_chain
 from .redaction import Redactor
-from .schemas import SchemaRegistry, Violation
+from .schemas import SchemaRegistry, Violation, unloggable
 
 # Event type -> schema id of its payload. Role handoffs use the role schemas directly.
 EVENT_SCHEMAS: dict[str, str] = {
@@ -186,13 +186,15 @@ class SessionLog:
         return event
 
     def check(self, payload: Any, schema_id: str, *, where: str, actor: str,
-              parent_id: str | None = None) -> Result[Any]:
-        """Validate at a boundary; a violation is logged as `schema.violation` first."""
-        result = self.schemas.validate(payload, schema_id)
+              parent_id: str | None = None, built: bool = False) -> Result[Any]:
+        """Validate at a boundary; a violation is logged as `schema.violation` first. Text
+        that no log can hold is a violation too, except with `built`: a payload the runtime
+        assembled from values already checked (a model request), which it need not scan."""
+        result = self.schemas.validate(payload, schema_id, loggable=not built)
         if isinstance(result, Err):
             found = (
-                self.schemas.violations(payload, schema_id) if schema_id in self.schemas
-                else [Violation("/", result.error.message)]
+                self.schemas.violations(payload, schema_id) or unloggable(payload)
+                if schema_id in self.schemas else [Violation("/", result.error.message)]
             )
             self.append("schema.violation", actor, {
                 "schema_id": schema_id,

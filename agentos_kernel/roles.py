@@ -137,7 +137,7 @@ def _complete(session: Any, agent: AgentDef, request: CompletionRequest
     log = session.log
     req = request.to_dict()
     checked = log.check(req, "completion_request_v1", where=f"{agent.role} request",
-                        actor=agent.role)
+                        actor=agent.role, built=True)
     if isinstance(checked, Err):
         return checked
     session.calls += 1

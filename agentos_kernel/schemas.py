@@ -20,6 +20,7 @@ import orjson
 
 from .errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
+from .textcheck import decode_problem
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
@@ -142,8 +143,9 @@ class SchemaRegistry:
             found = [Violation("/", printable(f"cannot be checked: {exc}"))]
         return sorted(found, key=lambda x: (x.path, x.message))
 
-    def validate(self, payload: Any, schema_id: str) -> Result[Any]:
-        """`Ok(payload)` when valid; `Err(SCHEMA_INVALID | SCHEMA_NOT_FOUND)` otherwise."""
+    def validate(self, payload: Any, schema_id: str, *, loggable: bool = True) -> Result[Any]:
+        """`Ok(payload)` when valid and, with `loggable`, one a log can hold (`unloggable`);
+        `Err(SCHEMA_INVALID | SCHEMA_NOT_FOUND)` otherwise."""
         if schema_id not in self._schemas:
             return Err(
                 DomainError(
@@ -152,7 +154,7 @@ class SchemaRegistry:
                     f"no schema with id {schema_id!r} is loaded; add schemas/{schema_id}.json",
                 )
             )
-        found = self.violations(payload, schema_id)
+        found = self.violations(payload, schema_id) or (unloggable(payload) if loggable else [])
         if not found:
             return Ok(payload)
         first = found[0]
@@ -187,6 +189,18 @@ class SchemaRegistry:
         return inline(self.schema(schema_id))
 
 
+def unloggable(payload: Any) -> list[Violation]:
+    """What makes a payload its schema accepts impossible to log, or []: a string that is
+    not UTF-8 text where no string constraint made the validator read it (a lone surrogate
+    from a JSON `"\\ud800"`), an integer past 64 bits. One pass of the log's own encoder."""
+    try:
+        orjson.dumps(payload)
+    except orjson.JSONEncodeError as exc:
+        odd = not_json(payload)
+        return [odd or Violation("/", printable(f"cannot be written to the log: {exc}"))]
+    return []
+
+
 def not_json(payload: Any, *, max_values: int = MAX_PAYLOAD_VALUES,
              max_depth: int = MAX_PAYLOAD_DEPTH) -> Violation | None:
     """The first place where `payload` is not plain JSON within the bounds, as a Violation
@@ -198,7 +212,9 @@ def not_json(payload: Any, *, max_values: int = MAX_PAYLOAD_VALUES,
 def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> Problem | None:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        return Problem(str(path), "-", decode_problem(exc))
+    except (OSError, json.JSONDecodeError) as exc:
         return Problem(str(path), "-", f"not valid JSON: {exc}")
     if not isinstance(doc, dict):
         return Problem(str(path), "-", "a schema must be a JSON object")

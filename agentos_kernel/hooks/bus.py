@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Result, exception_text
 from ..recorder import SessionLog
+from ..textcheck import shown, text_problem
 from .runner import run_with_timeout
 
 HOOK_EVENTS = (
@@ -81,10 +82,14 @@ _MAX_DEPTH = 64  # deeper than any real decision: a self-referencing value stops
 
 def plain_json(value: Any, depth: int = 0) -> Any:
     """A plain JSON copy of a value a handler (or a tool) returned; TypeError names what is not JSON
-    (a non-string key, a set, NaN, an object, a cycle)."""
+    (a non-string key, a set, NaN, an object, a cycle, a string that is not UTF-8 text)."""
     if depth > _MAX_DEPTH:
         raise TypeError(f"nested deeper than {_MAX_DEPTH} levels (a cycle?)")
-    if value is None or isinstance(value, bool | int | str):
+    if isinstance(value, str):
+        if (problem := text_problem(value)) is not None:  # a log cannot hold it (textcheck)
+            raise TypeError(f"a string that is not UTF-8 text ({problem})")
+        return value
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
@@ -95,6 +100,8 @@ def plain_json(value: Any, depth: int = 0) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"key {k!r} is not a string")
+            if (problem := text_problem(k)) is not None:
+                raise TypeError(f"key {shown(k)} is not UTF-8 text ({problem})")
             out[k] = plain_json(v, depth + 1)
         return out
     if isinstance(value, list | tuple):

@@ -28,6 +28,7 @@ from ..rerun import rerun
 from ..runtime_cache import cached_runtime
 from ..schemas import SchemaRegistry
 from ..skills import discover
+from ..textcheck import text_error
 from ..workspace import find_workspace
 from .display import AgentRun, CycleInfo, SnapshotView
 from .source import SessionData, load_session, session_log
@@ -183,6 +184,9 @@ def register_skill(text: str, *, workspace: Path | str | None = None,
     name = _declared_name(text)
     root = load_config(ws.config_file, schemas, "agentos.yaml").skill_roots[0]
     shown = f"{root}/{name}/SKILL.md" if name else "%%skill cell"
+    bad = text_error(text, "the cell", "type it again as UTF-8 text")
+    if bad:  # a SKILL.md is a UTF-8 file: this cell could not be written as one
+        return SkillCheck(False, shown, "not written", name, Problem(shown, "-", bad))
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "SKILL.md"
         probe.write_text(text, encoding="utf-8")

@@ -20,6 +20,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from ..providers.faults import PRESETS
+from ..textcheck import text_error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,6 +37,9 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_line(self, line: str) -> argparse.Namespace | None:
         """Parse a magic's line; None when --help was asked for (the help is printed)."""
+        bad = text_error(line, f"the {self.prog} line", "type it again as UTF-8 text")
+        if bad:  # a notebook's JSON can carry a lone surrogate ("\ud800"); no log can hold it
+            raise UsageError(f"{self.prog}: {bad}")
         try:
             argv = shlex.split(line)
         except ValueError as exc:  # e.g. an apostrophe inside an unquoted prompt

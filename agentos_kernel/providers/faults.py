@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..frontmatter import load_yaml, yaml_problem
+from ..frontmatter import FrontmatterError, load_yaml, yaml_problem
+from ..textcheck import decode_problem
 from ..yamlload import yaml_error
 
 FAULT_KINDS = (
@@ -148,6 +149,10 @@ def load_fault_plan(spec: str) -> FaultPlan:
         try:
             text = path.read_text(encoding="utf-8")
             doc = load_yaml(text, max_chars=MAX_PLAN_CHARS)
+        except UnicodeDecodeError as exc:
+            raise FaultPlanError(f"{spec}: -: {decode_problem(exc)}") from None
+        except FrontmatterError as exc:  # out of bounds, or a value that is not JSON: its field
+            raise FaultPlanError(f"{spec}: {exc.field}: {exc}") from None
         except (OSError, ValueError) as exc:  # unreadable, a NUL in the name, out of bounds
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise FaultPlanError(f"{spec}: -: cannot read the fault plan ({why})") from None

@@ -17,6 +17,24 @@ NASTY = ("", " ", "\0", "a\0b", "\x1b[31m", "\ufeff", "\u202e", "'", '"', "\\", 
 nasty_text = st.one_of(st.sampled_from(NASTY), st.text(max_size=60),
                        st.text(alphabet=st.characters(codec="utf-8"), max_size=30))
 
+# Text no UTF-8 file can hold: argv bytes as Python decodes them (surrogateescape: 0xff becomes
+# U+DCFF), lone surrogates (a JSON "\ud800" escape), and either mixed into ordinary text.
+_argv_bytes = st.binary(min_size=1, max_size=40).map(lambda b: b.decode("utf-8", "surrogateescape"))
+_surrogates = st.text(alphabet=st.characters(categories=["Cs"]), min_size=1, max_size=4)
+bad_text = st.one_of(
+    _argv_bytes, _surrogates,
+    st.tuples(nasty_text, _argv_bytes | _surrogates, nasty_text).map("".join),
+).filter(lambda s: not _encodes(s))
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 json_scalars = st.one_of(st.none(), st.booleans(),
                          st.integers(min_value=-(2**70), max_value=2**70),
                          st.floats(allow_nan=False, allow_infinity=False), nasty_text)
