@@ -99,6 +99,14 @@ def _basic(m: re.Match[str]) -> str:
     return f"{m.group(1)} {TOKEN}" if named or ":" in plain else m.group(0)
 
 
+def _field_hint() -> str:
+    """A quote closing a name that ends like a secret's (escaped 0, 1 or 3 times), then a
+    colon: one lookbehind per width, as a lookbehind takes only one."""
+    ends = ("sword|asswd|hrase|ecret|token|ation|ntial|tials", "pwd|key")
+    behind = "|".join(f"(?<=(?:{e}){q})" for e in ends for q in ('"', r'\\"', r'\\\\\\"'))
+    return f'"(?:{behind})\\s*:'
+
+
 SENSITIVE_NAME = re.compile(
     r"(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|passphrase|secret|secret[_-]?key|"
     r"secret[_-]access[_-]key|api[_-]?key|private[_-]key|token|access[_-]token|refresh[_-]token|"
@@ -141,11 +149,12 @@ SECRETS: tuple[Shape, ...] = (
     Shape("card_number", re.compile(
         r"(?<!\d)(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{4,5})"
         r"(?!\d)"), _card, "[REDACTED-CC]", digit_led(r"\d{3}[ -]?\d{4}")),
+    # In JSON text, and in JSON inside a JSON string (a tool call's arguments in a logged
+    # message: the quotes escaped once or twice): the value ends at a quote escaped as its
+    # name's quotes are.
     Shape("secret_field", re.compile(
-        r"(?i)(\"" + SENSITIVE_NAME.pattern + r"\"\s*:\s*)\"(?:[^\"\\]|\\.)*\""),
-        # the hint: a quote that ends a name ending like one of those, then a colon
-        rf'\1"{SECRET}"', SECRET, r'"(?:(?<=(?:sword|asswd|hrase|ecret|token|ation|ntial|tials)")'
-                                   r'|(?<=(?:pwd|key)"))\s*:'),
+        r"(?i)((\\\\\\|\\|)\"" + SENSITIVE_NAME.pattern + r"\2\"\s*:\s*)\2\"(?:[^\"\\]|\\.)*?\2\""),
+        rf'\1\2"{SECRET}\2"', SECRET, _field_hint()),
 )
 """The secret shapes, always redacted, in the order they are applied."""
 
