@@ -120,17 +120,20 @@ SECRETS: tuple[Shape, ...] = (
         "[REDACTED-PRIVATE-KEY]", "[REDACTED-PRIVATE-KEY]", r"-----begin"),
     Shape("jwt", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
           TOKEN, TOKEN, r"yj"),
-    Shape("bearer", re.compile(r"(?i)(bearer)\s+[A-Za-z0-9._~+/=-]{16,}"),
+    # Case spelled out letter by letter (not (?i)): the engine then skips, in C, to the
+    # places a match can start; likewise every shape below leads with a character class.
+    Shape("bearer", re.compile(r"([Bb][Ee][Aa][Rr][Ee][Rr])\s+[A-Za-z0-9._~+/=-]{16,}"),
           rf"\1 {TOKEN}", TOKEN, r"bearer"),
-    Shape("basic_auth", re.compile(r"(?i)(basic)(\s+)([A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])"),
+    Shape("basic_auth", re.compile(r"([Bb][Aa][Ss][Ii][Cc])(\s+)([A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])"),
           _basic, TOKEN, r"basic"),
     Shape("url_password", re.compile(r"://([^\s:/?#@\"']*):([^\s/?#\"']+)@"),
           r"://\1:[REDACTED-PASSWORD]@", "[REDACTED-PASSWORD]", r"://"),
     Shape("aws_access_key_id", re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"),
           KEY, KEY, r"3t|kia|sia|bia|cca"),
+    # from "secret" on: aws_secret_access_key, AWS_SECRET_ACCESS_KEY, SecretAccessKey, aws_secret
     Shape("aws_secret_access_key", re.compile(
-        r"(?i)((?:aws_?)?secret_?access_?key|aws_?secret(?:_?key)?)([\"']?\s*[:=]\s*[\"']?)"
-        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"), rf"\1\2{SECRET}", SECRET, r"cret"),
+        r"([Ss][Ee][Cc][Rr][Ee][Tt](?:_?[Aa][Cc][Cc][Ee][Ss][Ss])?(?:_?[Kk][Ee][Yy])?)"
+        r"([\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"), rf"\1\2{SECRET}", SECRET, r"cret"),
     Shape("github_token", re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"),
           KEY, KEY, r"gh[pousr]_|github_pat_"),
     Shape("slack_token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,}"),
@@ -138,22 +141,23 @@ SECRETS: tuple[Shape, ...] = (
     Shape("slack_webhook", re.compile(
         r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+"),
         KEY, KEY, r"\.slack\.com"),
-    Shape("stripe_key", re.compile(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,}"),
+    Shape("stripe_key", re.compile(
+        r"sk_(?:live|test)_[A-Za-z0-9]{10,}|rk_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,}"),
           KEY, KEY, r"k_(?:live|test)_|whsec_"),
     Shape("google_api_key", re.compile(r"AIza[0-9A-Za-z_-]{35}"), KEY, KEY, r"za"),
     # An issuer's own prefix is enough even glued to a letter; a bare `sk-` takes 32 letters and
     # digits in a row, or a word start (`risk-assessment-framework` is no key).
     Shape("openai_anthropic_key", re.compile(
-        r"sk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{16,}|sk-[A-Za-z0-9]{32,}"
-        r"|(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{16,}"), KEY, KEY, r"k-"),
-    Shape("card_number", re.compile(
-        r"(?<!\d)(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{4,5})"
+        r"sk-(?:(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{16,}|[A-Za-z0-9]{32,}"
+        r"|(?<![A-Za-z0-9]sk-)[A-Za-z0-9_-]{16,})"), KEY, KEY, r"k-"),
+    Shape("card_number", re.compile(  # a first digit with no digit before it, then the rest
+        r"\d(?<!\d\d)(?:\d{12,18}|\d{3}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{3}([ -])\d{6}\2\d{4,5})"
         r"(?!\d)"), _card, "[REDACTED-CC]", digit_led(r"\d{3}[ -]?\d{4}")),
     # In JSON text, and in JSON inside a JSON string (a tool call's arguments in a logged
     # message: the quotes escaped once or twice): the value ends at a quote escaped as its
     # name's quotes are.
     Shape("secret_field", re.compile(
-        r"(?i)((\\\\\\|\\|)\"" + SENSITIVE_NAME.pattern + r"\2\"\s*:\s*)\2\"(?:[^\"\\]|\\.)*?\2\""),
+        r"(?i)(\"(?:" + SENSITIVE_NAME.pattern + r")(\\\\\\|\\|)\"\s*:\s*)\2\"(?:[^\"\\]|\\.)*?\2\""),
         rf'\1\2"{SECRET}\2"', SECRET, _field_hint()),
 )
 """The secret shapes, always redacted, in the order they are applied."""

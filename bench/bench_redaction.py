@@ -3,7 +3,8 @@
     python bench/bench_redaction.py [--quick]
 
 Measures, interleaved in one process: the canonical request ("hello, greet Ada" on the
-scripted profile, fsync never) on a warm Runtime; `redact()` on the llm.request payloads
+scripted profile, fsync never) on a warm Runtime, the same with a new prompt each time (so
+the strings that carry it are new to the redactor's cache); `redact()` on the llm.request payloads
 of that request, warm (every string already known clean, the common case) and cold (the
 clean-string cache emptied before each call: every string scanned); and the prefilter
 scan alone over those payloads' strings. To compare with an older tree, run it with that
@@ -65,13 +66,19 @@ def main() -> None:
         everything = [e["payload"] for e in events]
         texts = list({s for p in everything for s in _strings(p)})
         clear = redaction.CLEAN.known.clear  # dict keys stay known: a new request, same shape
-        rows = {"canonical request (ms)": [], "redact(llm.request payloads), warm (µs)": [],
+        counter = iter(range(10**9))
+        rows = {"canonical request (ms)": [],
+                "the request with a new prompt each time (ms)": [],
+                "redact(llm.request payloads), warm (µs)": [],
                 "redact(llm.request payloads), cold (µs)": [],
                 "redact(all 32 payloads), warm (µs)": [],
                 "prefilter over the request's distinct strings (µs)": []}
         for _ in range(5):  # rounds, so a burst of load hits every row alike
             rows["canonical request (ms)"].append(
                 _median_us(lambda: rt.handle_user_request("hello, greet Ada"), n // 5) / 1000)
+            rows["the request with a new prompt each time (ms)"].append(_median_us(
+                lambda: rt.handle_user_request(f"hello, greet Ada, order {next(counter)}"),
+                n // 5) / 1000)
             rows["redact(llm.request payloads), warm (µs)"].append(
                 _median_us(lambda: [redaction.redact(p) for p in payloads], n))
             rows["redact(llm.request payloads), cold (µs)"].append(
