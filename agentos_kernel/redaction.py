@@ -154,23 +154,35 @@ def _dict(value: dict[Any, Any], secrets: tuple[str, ...], patterns: tuple[re.Pa
 def redact_with(value: Any, secrets: tuple[str, ...], patterns: tuple[re.Pattern[str], ...],
                 clean: _CleanStrings) -> Any:
     """`redact` with the clean strings of the shapes in force given."""
+    if not (secrets or patterns):
+        return _plain(value, clean)
     if isinstance(value, str):
         return _text(value, secrets, patterns, clean)
-    if not (secrets or patterns):  # the common case: leaves known to stay as they are are
-        known = clean.known  # kept without a call (a number; a str already found clean)
-        if isinstance(value, dict):
-            if clean.keys.issuperset(value):  # every key known clean: one C-level check
-                return {k: v if type(v) in _LEAVES or (type(v) is str and v in known)
-                        else redact_with(v, (), (), clean) for k, v in value.items()}
-            return _dict(value, secrets, patterns, clean)
-        if isinstance(value, list | tuple):
-            return [v if type(v) in _LEAVES or (type(v) is str and v in known)
-                    else redact_with(v, (), (), clean) for v in value]
-        return value
     if isinstance(value, dict):
         return _dict(value, secrets, patterns, clean)
     if isinstance(value, list | tuple):
         return [redact_with(v, secrets, patterns, clean) for v in value]
+    return value
+
+
+def _plain(value: Any, clean: _CleanStrings) -> Any:
+    """`redact_with` without exact secrets or patterns, the common case: leaves known to stay
+    as they are are kept without a call (a number; a str already found clean)."""
+    known = clean.known
+    if type(value) is dict:
+        if clean.keys.issuperset(value):  # every key known clean: one C-level check
+            return {k: v if type(v) in _LEAVES or (type(v) is str and v in known)
+                    else _plain(v, clean) for k, v in value.items()}
+        return _dict(value, (), (), clean)
+    if type(value) is list or type(value) is tuple:
+        return [v if type(v) in _LEAVES or (type(v) is str and v in known)
+                else _plain(v, clean) for v in value]
+    if isinstance(value, str):
+        return _text(value, (), (), clean)
+    if isinstance(value, dict):
+        return _dict(value, (), (), clean)
+    if isinstance(value, list | tuple):
+        return [_plain(v, clean) for v in value]
     return value
 
 
@@ -179,7 +191,7 @@ def redact(value: Any, secrets: tuple[str, ...] = (),
     """A copy of `value` (JSON-like) with every secret shape, the given secret strings, the
     given patterns and the named PII categories replaced, in keys as in values; applied to
     every request and response before it is logged."""
-    return redact_with(value, secrets, patterns, _clean_for(pii))
+    return redact_with(value, secrets, patterns, CLEAN if not pii else _clean_for(pii))
 
 
 @dataclass(frozen=True, repr=False)
