@@ -243,3 +243,40 @@ def test_the_notebook_outputs_show_no_canary(ws: Path) -> None:
     assert not [c.shape for c in ALL if c.needle in shown]
     assert "[REDACTED-KEY]" in shown and "[REDACTED-EMAIL]" in shown
 
+
+
+@pytest.mark.parametrize("mode", ["default", "none"])
+def test_a_real_mcp_client_gets_results_redacted_unless_asked_not_to(ws: Path, mode: str) -> None:
+    """`agentos mcp serve` over stdio, as a client spawns it: the tool result holding every
+    secret canary comes back redacted by default, as the tool returned it with --redact none."""
+    import sys
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, types
+    from mcp.client.stdio import get_default_environment, stdio_client
+
+    import agentos_kernel
+
+    text = " ; ".join(c.text for c in SECRET_CANARIES)
+    extra = [] if mode == "default" else ["--redact", "none"]
+    # the SDK passes a bare environment: name the tree under test, not an installed copy
+    env = {**get_default_environment(), "PYTHONPATH": str(Path(agentos_kernel.__file__).parent.parent)}
+    params = StdioServerParameters(command=sys.executable, cwd=ws.parent, env=env, args=[
+        "-m", "agentos_kernel", "mcp", "serve", "--workspace", str(ws), "--session", f"stdio-{mode}",
+        *extra])
+
+    async def go() -> types.CallToolResult:
+        with (ws.parent / f"serve-{mode}.stderr").open("w", encoding="utf-8") as err:
+            async with stdio_client(params, errlog=err) as (read, write), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                return await session.call_tool("echo", {"text": text})
+
+    got = anyio.run(go).model_dump_json()
+    leaked = [c.shape for c in SECRET_CANARIES if c.needle in got.replace("\\n", "\n")]
+    if mode == "default":
+        assert leaked == [] and "[REDACTED-KEY]" in got
+    else:
+        assert leaked == [c.shape for c in SECRET_CANARIES]
+    log = (ws / "sessions" / f"stdio-{mode}" / ".events.jsonl").read_text(encoding="utf-8")
+    assert not [c.shape for c in SECRET_CANARIES if c.needle in log]
