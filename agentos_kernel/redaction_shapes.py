@@ -133,7 +133,7 @@ SECRETS: tuple[Shape, ...] = (
     # from "secret" on: aws_secret_access_key, AWS_SECRET_ACCESS_KEY, SecretAccessKey, aws_secret
     Shape("aws_secret_access_key", re.compile(
         r"([Ss][Ee][Cc][Rr][Ee][Tt](?:_?[Aa][Cc][Cc][Ee][Ss][Ss])?(?:_?[Kk][Ee][Yy])?)"
-        r"([\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"), rf"\1\2{SECRET}", SECRET, r"cret"),
+        r"([\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+]{40,}={0,2}"), rf"\1\2{SECRET}", SECRET, r"cret"),
     Shape("github_token", re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"),
           KEY, KEY, r"gh[pousr]_|github_pat_"),
     Shape("slack_token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,}"),

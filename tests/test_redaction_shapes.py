@@ -246,3 +246,15 @@ def test_the_mcp_serve_flag_offers_the_modes_it_knows() -> None:
     assert args.redact == "secrets"
     for mode in OUTBOUND:
         assert parser.parse_args(["mcp", "serve", "--redact", mode]).redact == mode
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYDEMOKEY0001",  # 41: longer is no less secret
+     "aws_secret_access_key=[REDACTED-SECRET]"),
+    ('"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY=="',
+     '"SecretAccessKey": "[REDACTED-SECRET]"'),
+    ("secret: not-a-key-at-all", "secret: not-a-key-at-all"),
+    ("sha1 " + hashlib.sha1(b"a").hexdigest(), "sha1 " + hashlib.sha1(b"a").hexdigest()),  # no name: kept
+])
+def test_aws_secret_keys_in_context(text: str, shown: str) -> None:
+    assert redact(text) == shown
