@@ -19,6 +19,7 @@ from .cli import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
 from .events import LOG_NAME, TornTailWarning, check_session_id
 from .integrity import VerifyReport, verify_log, verify_session
 from .log_repair import repair_torn
+from .redaction import redact
 from .replay_summary import RECENT
 from .trace import LAYERS, select, trace_lines
 from .workspace import find_workspace
@@ -150,14 +151,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
         reports = [verify_log(p, args.head) for p in logs]
     if args.repair:
         reports = [_repair(r, args.head) for r in reports]
+    # a problem quotes the log (a line that is not JSON, a field's value): redacted like a log
     if args.json:
-        print(json.dumps({"ok": all(r.ok for r in reports), "logs": [r.to_dict() for r in reports]},
+        print(json.dumps(redact({"ok": all(r.ok for r in reports),
+                                 "logs": [r.to_dict() for r in reports]}),
                          indent=2, ensure_ascii=False))
     else:
         for r in reports:
-            print(r.verdict())
+            print(redact(r.verdict()))
             for note in r.notes:
-                print(f"  note: {note}")
+                print(f"  note: {redact(note)}")
         bad = sum(not r.ok for r in reports)
         if len(reports) > 1:
             print(f"\n{len(reports) - bad} of {len(reports)} logs verify")

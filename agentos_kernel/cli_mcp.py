@@ -28,7 +28,7 @@ def cmd_mcp_serve(args: argparse.Namespace) -> int:
     # the session is still closed (not ok, "interrupted") before the process ends.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with rt:  # stops the workspace's own bridged MCP servers, if any
-        result = serve_stdio(rt, sid, ready=ready)
+        result = serve_stdio(rt, sid, ready=ready, redact=args.redact)
     if isinstance(result, Err):
         if result.error.code == ErrorCode.GATE_DENIED:
             print(f"agentos mcp serve: {result.error.message}; session "
@@ -60,4 +60,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--session", metavar="ID", help="session id to use (must be new)")
     s.add_argument("--faults", metavar="PLAN",
                    help="fault preset name(s) or plan file, e.g. hook_deny (every PreToolUse denies)")
+    s.add_argument("--redact", choices=("secrets", "all", "none"), default="secrets",
+                   help="what is redacted from each tool result sent to the client: secrets (the "
+                        "default: what the session log redacts — secret shapes, the API key, the "
+                        "profile's redact_patterns and redact_pii), all (that and every PII "
+                        "category), none (results as the tools returned them; the log still holds "
+                        "them redacted)")
     s.set_defaults(fn=cmd_mcp_serve)

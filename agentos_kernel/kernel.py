@@ -230,11 +230,12 @@ class Runtime(RequestFlow, SessionReading):
             kind.remove(watch)
 
     def redaction(self) -> dict[str, Any]:
-        """What a session log redacts beyond the defaults: the API key (read from the env
-        var the run reads, never stored) and the profile's redact_patterns."""
+        """What a session log redacts beyond the secret shapes: the API key (read from the
+        env var the run reads, never stored), the profile's redact_patterns and redact_pii."""
         env = key_env_of(self.profile)
         key = os.environ.get(env, "") if env else ""
-        return {"secrets": (key,) if key else (), "patterns": self.profile.redact_patterns}
+        return {"secrets": (key,) if key else (), "patterns": self.profile.redact_patterns,
+                "pii": self.profile.redact_pii}
 
     def start_session(self, prompt: str, session_id: str | None = None, *,
                       actor: str = "user") -> Session | Err:

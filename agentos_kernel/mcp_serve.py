@@ -4,7 +4,8 @@ Every `tools/call` goes through `dispatch_tool`'s nine steps (registry, scope, s
 PreToolUse, tool.invoke, the call, tool.result, PostToolUse, schema_out), so an MCP client
 (an IDE, a desktop assistant, another agent) gets the same gates and the same log as the
 Worker role. A refusal (a hook's deny, a schema violation, a tool error) reaches the client
-as a `CallToolResult` with `isError: true` whose text is `<CODE>: <message>`.
+as a `CallToolResult` with `isError: true` whose text is `<CODE>: <message>`. Each result is
+redacted before it is sent, like the log's copy (`--redact`, OUTBOUND).
 
 One server run is one session: `session.start` (actor `mcp-client`) is logged when the
 server starts, before the client connects, and `session.close` when the client hangs up
@@ -35,6 +36,7 @@ from .builtin_tools import BUILTIN_TOOLS
 from .errors import DomainError, Err, ErrorCode, Ok, Result
 from .kernel import Runtime
 from .mcp import RESULT_SCHEMA
+from .redaction import PII_CATEGORIES, Redactor
 from .session import SERVED_ACTOR, Session
 from .tools import ToolCall, dispatch_tool
 
@@ -62,6 +64,8 @@ class ServedTools:
     """tools/call requests dispatched so far."""
     refused: int = 0
     """Of those, how many ended in an error result."""
+    redact: str = "secrets"
+    """What is redacted from each result sent to the client (`--redact`, OUTBOUND)."""
 
     @property
     def names(self) -> list[str]:
@@ -102,13 +106,30 @@ class ServedTools:
                 # refusal as the error handed back to the model, here it is handed to the
                 # client, and the log says so (else the violation looks accepted)
                 result = self.session.log.fail(result.error, layer="L7", actor=SERVED_ACTOR)
-        return to_call_result(result, self.rt.tools.find(name) is not None
-                              and self.rt.tools[name].schema_out == RESULT_SCHEMA)
+        out = to_call_result(result, self.rt.tools.find(name) is not None
+                             and self.rt.tools[name].schema_out == RESULT_SCHEMA)
+        return outbound(out, self.redact, self.session.log.redact)
 
     def summary(self) -> str:
         """What the close says: how many calls, how many refused or failed."""
         return (f"MCP client disconnected after {self.calls} tool call(s), "
                 f"{self.refused} refused or failed")
+
+
+OUTBOUND = ("secrets", "all", "none")
+"""`agentos mcp serve --redact`: the session log's redaction (secret shapes, the API key, the
+profile's patterns and PII categories; the default), that and every PII category, or none
+(the client gets what the tool returned; the log still holds it redacted)."""
+
+
+def outbound(result: types.CallToolResult, mode: str, log_redact: Redactor) -> types.CallToolResult:
+    """`result` as the client gets it under `mode` (OUTBOUND): text, structured content and a
+    bridged server's content alike."""
+    if mode == "none":
+        return result
+    redact = log_redact.with_pii(PII_CATEGORIES) if mode == "all" else log_redact
+    return types.CallToolResult.model_validate(redact(result.model_dump(by_alias=True,
+                                                                        exclude_none=True)))
 
 
 def to_call_result(result: Result[Any], bridged: bool) -> types.CallToolResult:
@@ -129,7 +150,8 @@ def to_call_result(result: Result[Any], bridged: bool) -> types.CallToolResult:
 
 
 def serve_stdio(rt: Runtime, session_id: str | None = None, *,
-                ready: Callable[[ServedTools], None] | None = None) -> Result[ServedTools]:
+                ready: Callable[[ServedTools], None] | None = None,
+                redact: str = "secrets") -> Result[ServedTools]:
     """Serve the runtime's tools over this process's stdin/stdout until the client hangs
     up; the served session is opened first and closed last (see the module docstring).
     `ready` is called once SessionStart allowed, before the first message is read. Err:
@@ -137,7 +159,7 @@ def serve_stdio(rt: Runtime, session_id: str | None = None, *,
     session = rt.start_session(SERVE_PROMPT, session_id, actor=SERVED_ACTOR)
     if isinstance(session, Err):
         return session
-    served = ServedTools(rt, session)
+    served = ServedTools(rt, session, redact=redact)
     with rt.guarded(session) as s:
         gate, _ = rt.hooks.fire("SessionStart", {"session_id": s.session_id,
                                                  "profile": rt.profile.name}, s.log)
@@ -174,5 +196,5 @@ async def _serve(served: ServedTools) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-__all__ = ["SERVED_ACTOR", "ServedTools", "serve_stdio",
+__all__ = ["OUTBOUND", "SERVED_ACTOR", "ServedTools", "outbound", "serve_stdio",
            "served_tool_names", "to_call_result"]

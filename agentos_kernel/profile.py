@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .errors import ContractError, Problem
 from .frontmatter import FrontmatterError, field_of, load_yaml, yaml_problem
+from .redaction import PII_CATEGORIES
 from .textcheck import DEFAULT_MAX_PROMPT_BYTES, decode_problem
 from .write_scope import DEFAULT_WRITABLE
 from .yamlload import yaml_error
@@ -86,6 +87,8 @@ class RuntimeProfile:
     """Role -> agent file (agents/<name>.md) when it differs from the role name."""
     redact_patterns: tuple[str, ...] = ()
     """Extra regexes redacted (as [REDACTED]) before anything is logged."""
+    redact_pii: tuple[str, ...] = ()
+    """PII categories redacted too, on every sink (email, phone, kr_rrn, us_ssn, iban)."""
     fsync: FsyncPolicy = DEFAULT_FSYNC
     """When session logs are fsynced: never | close | every_n | always (docs/reliability.md)."""
     fsync_every: int | None = None
@@ -184,6 +187,10 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
     problems = [Problem(shown, f"profiles.{p.name}.redact_patterns[{i}]",
                         f"not a valid regular expression ({why}); fix or remove it")
                 for p in profiles.values() for i, why in _bad_patterns(p.redact_patterns)]
+    problems += [Problem(shown, f"profiles.{p.name}.redact_pii[{i}]",
+                         f"unknown PII category {name!r}; known: {', '.join(PII_CATEGORIES)}")
+                 for p in profiles.values() for i, name in enumerate(p.redact_pii)
+                 if name not in PII_CATEGORIES]
     if doc["default_profile"] not in profiles:
         problems.append(Problem(shown, "default_profile",
                                 f"{doc['default_profile']!r} is not one of the profiles "
@@ -210,7 +217,7 @@ def load_config(path: Path, schemas: SchemaRegistry, shown: str | None = None) -
 
 def _field(key: str, value: Any) -> Any:
     """A checked profile value as RuntimeProfile holds it."""
-    if key == "redact_patterns":
+    if key in ("redact_patterns", "redact_pii"):
         return tuple(value)
     if key == "event_store":
         return EventStoreConfig(**value)

@@ -109,6 +109,7 @@ class SessionLog:
         chain: str | None = None,
         secrets: tuple[str, ...] = (),
         patterns: tuple[str, ...] = (),
+        pii: tuple[str, ...] = (),
         watchers: Sequence[Callable[[Event], None]] = (),
         gates: Sequence[Callable[[Event], None]] = (),
     ) -> None:
@@ -119,7 +120,7 @@ class SessionLog:
         self.session_id = session_id
         self.seq = seq
         self._chain = chain
-        self.redact = Redactor.of(secrets, patterns)
+        self.redact = Redactor.of(secrets, patterns, pii)
         """What every payload, and every error this log returns, goes through first."""
         self.watchers = watchers
         """Called with each event once it is in the log (a live trace); read at each append,
@@ -133,13 +134,13 @@ class SessionLog:
     @classmethod
     def resume(cls, store: EventStore, schemas: SchemaRegistry, clock: Clock, ids: Ids,
                session_id: str, *, secrets: tuple[str, ...] = (),
-               patterns: tuple[str, ...] = ()) -> SessionLog:
+               patterns: tuple[str, ...] = (), pii: tuple[str, ...] = ()) -> SessionLog:
         """Continue an existing log (for `event.amended`), after its last event."""
         last = store.tail(session_id)
         if last is None:
             raise KeyError(f"no session {session_id!r}")
         return cls(store, schemas, clock, ids, session_id, seq=last.seq or 0, chain=last.chain,
-                   secrets=secrets, patterns=patterns)
+                   secrets=secrets, patterns=patterns, pii=pii)
 
     def append(self, type: str, actor: str, payload: Any, parent_id: str | None = None) -> Event:
         """Redact `payload`, check it against its type's schema, then append. A bad payload

@@ -4,21 +4,28 @@ Each handler is a plain function `fn(input) -> HookDecision`, named in `agentos.
 `agentos_kernel.hooks.builtin:<name>`. The spec's `make_*` factories wrap them.
 
 `@bounded` marks the ones that run on the calling thread (bus.py): each reads a field or
-two of its input, or runs one linear-time regex over the prompt; no I/O, no lock, no wait.
+two of its input, or runs a few linear-time regexes over the prompt; no I/O, no lock, no wait.
 `sleep_forever` is not marked: it is the handler the timeout exists for.
+
+`redact_pii` is the spec's UserPromptSubmit example (16 digits in a row become
+`[REDACTED-CC]`), widened to every card number the session log finds (grouped, glued to a
+word, 13-19 digits passing Luhn). The PII categories (redaction_shapes.PII) have one handler
+each, `redact_pii_<category>`, and `redact_pii_all` does cards and every category: they redact
+what the model is sent, where a profile's `redact_pii` redacts what is recorded.
 """
 
 from __future__ import annotations
 
-import re
 import time
+from collections.abc import Callable
 from typing import Any
 
+from ..redaction_shapes import PII, PII_BY_NAME, SECRETS, Shape
 from .bus import HookDecision, HookHandler
 from .runner import bounded
 
 DANGEROUS_TOOLS = frozenset({"rm", "delete", "drop_table"})
-_CARD = re.compile(r"\b\d{16}\b")
+_CARD = next(s for s in SECRETS if s.name == "card_number")
 
 
 @bounded
@@ -41,18 +48,49 @@ def stop_after_one(input: Any) -> HookDecision:
     return HookDecision(decision="deny", reason="loop reached terminal state")
 
 
+def _replacing(shapes: tuple[Shape, ...], what: str) -> Callable[[str], HookDecision]:
+    def decide(prompt: str) -> HookDecision:
+        redacted = prompt
+        for shape in shapes:
+            redacted = shape.sub(redacted)
+        if redacted != prompt:
+            return HookDecision(decision="transform", output={"prompt": redacted},
+                                reason=f"redacted suspected {what}")
+        return HookDecision(decision="allow")
+    return decide
+
+
+_cards = _replacing((_CARD,), "card number")
+
+
 @bounded
 def redact_pii(input: Any) -> HookDecision:
-    """UserPromptSubmit: replace 16-digit sequences (suspected card numbers)."""
-    prompt = input["prompt"]
-    redacted = _CARD.sub("[REDACTED-CC]", prompt)
-    if redacted != prompt:
-        return HookDecision(
-            decision="transform",
-            output={"prompt": redacted},
-            reason="redacted suspected card number",
-        )
-    return HookDecision(decision="allow")
+    """UserPromptSubmit: replace card numbers (the spec's 16-digit sequences, and the other
+    card shapes the log redacts)."""
+    return _cards(input["prompt"])
+
+
+def _pii_handler(names: tuple[str, ...], what: str) -> Callable[[Any], HookDecision]:
+    decide = _replacing(tuple(PII_BY_NAME[n] for n in names), what)
+
+    def handler(input: Any) -> HookDecision:
+        return decide(input["prompt"])
+    handler.__doc__ = f"UserPromptSubmit: replace {what}."
+    return bounded(handler)
+
+
+redact_pii_email = _pii_handler(("email",), "email address")
+redact_pii_phone = _pii_handler(("phone",), "phone number")
+redact_pii_kr_rrn = _pii_handler(("kr_rrn",), "Korean resident registration number")
+redact_pii_us_ssn = _pii_handler(("us_ssn",), "US social security number")
+redact_pii_iban = _pii_handler(("iban",), "IBAN")
+_all = _replacing((_CARD, *PII), "card number or personal data")
+
+
+@bounded
+def redact_pii_all(input: Any) -> HookDecision:
+    """UserPromptSubmit: replace card numbers and every PII category."""
+    return _all(input["prompt"])
 
 
 @bounded

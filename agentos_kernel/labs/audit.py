@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from ..events import LOG_NAME, Event, LogError
+from ..redaction import redact
 from . import audit_checks
 from .audit_model import Entry, Gap
 
@@ -87,11 +88,19 @@ def audit_log(path: Path | str, root: Path | str | None = None) -> AuditReport:
     file = log_file(path)
     away = outside(file, root) if root is not None else None
     if away:
-        return AuditReport(str(file), 0, (Gap("envelope", None, None, away),))
+        return redacted(AuditReport(str(file), 0, (Gap("envelope", None, None, away),)))
     entries, gaps = read_entries(file)
     notes: list[str] = []
     gaps += audit_checks.run_all(entries, notes)
-    return AuditReport(str(file), len(entries), tuple(gaps), tuple(notes))
+    return redacted(AuditReport(str(file), len(entries), tuple(gaps), tuple(notes)))
+
+
+def redacted(report: AuditReport) -> AuditReport:
+    """The report with its messages redacted like a session log: a gap quotes the log's own
+    values, and a log another implementation wrote may hold secrets in clear."""
+    return AuditReport(redact(report.path), report.events,
+                       tuple(Gap(g.check, g.seq, g.line, redact(g.what)) for g in report.gaps),
+                       tuple(redact(list(report.notes))))
 
 
 def outside(file: Path, root: Path | str) -> str | None:
@@ -110,7 +119,7 @@ def audit_lines(lines: Iterable[bytes], name: str) -> AuditReport:
     entries, gaps = read_entries(name, lines)
     notes: list[str] = []
     gaps += audit_checks.run_all(entries, notes)
-    return AuditReport(name, len(entries), tuple(gaps), tuple(notes))
+    return redacted(AuditReport(name, len(entries), tuple(gaps), tuple(notes)))
 
 
 def read_entries(file: Path | str, lines: Iterable[bytes] | None = None) -> tuple[list[Entry], list[Gap]]:

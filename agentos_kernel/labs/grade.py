@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from ..redaction import redact
 from . import rubric, sandbox
 from .model import CRITERIA, CriterionResult, SubmissionGrade
 from .observability import LogSource
@@ -87,8 +88,19 @@ def grade_submission(path: Path, *, timeout: float = DEFAULT_TIMEOUT,
     lacking = [f"{x.name}: {x.what}" for x in layers if not x.ok]
     if not layers:  # nothing ran; still say what this machine could not have enforced
         lacking += list(sandbox.probe().missing)
-    return SubmissionGrade(path.name, str(path), lang, tuple(results), held, tuple(dict.fromkeys(lacking)),
-                           time.monotonic() - start)
+    return redacted(SubmissionGrade(path.name, str(path), lang, tuple(results), held,
+                                    tuple(dict.fromkeys(lacking)), time.monotonic() - start))
+
+
+def redacted(grade: SubmissionGrade) -> SubmissionGrade:
+    """The grade with every text redacted like a session log (the secret shapes): feedback
+    quotes the submission (a README heading, a schema id, a log's field), and every report
+    (the table, CSV, HTML, JSON, the DataFrame) is made from this."""
+    results = tuple(CriterionResult(r.criterion, r.passed, redact(r.reason), tuple(redact(list(r.details))))
+                    for r in grade.results)
+    return SubmissionGrade(redact(grade.student), redact(grade.path), grade.language, results,
+                           tuple(redact(list(grade.protections))),
+                           tuple(redact(list(grade.unprotected))), grade.seconds)
 
 
 def _with_notes(r: CriterionResult, notes: list[str]) -> CriterionResult:
