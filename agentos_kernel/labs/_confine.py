@@ -28,7 +28,13 @@ FILE_RIGHTS_BY_ABI = {1: 0b111, 3: 0b111 | 1 << 14, 5: 0b111 | 1 << 14 | 1 << 15
 ALL_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
 NET_ALL = 0b11  # BIND_TCP | CONNECT_TCP
 SCOPE_ALL = 0b11  # ABSTRACT_UNIX_SOCKET | SIGNAL
-PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 38, 24, 28
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_SET_SECCOMP = 38, 24, 28, 22
+SECCOMP_MODE_FILTER, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, EACCES = 2, 0x7FFF0000, 0x00050000, 13
+# (AUDIT_ARCH, connect): the syscall no sandbox rule covers for Unix sockets (a path outside
+# the box, e.g. a database's or a container engine's socket); io_uring could connect too.
+SECCOMP_ARCHES = {"x86_64": (0xC000003E, 42), "aarch64": (0xC00000B7, 203)}
+IO_URING = (425, 426, 427)  # setup, enter, register: the same numbers on both
+X32_BIT = 0x40000000
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 # NOROOT, NO_SETUID_FIXUP and their locks: root's uid no longer brings capabilities at exec.
 SECURE_NOROOT_ALL = 0b1111
@@ -79,6 +85,34 @@ def landlock(ro, rw, deny_net):
         raise OSError(ctypes.get_errno(), "landlock_restrict_self")
     os.close(fd)
     return {"abi": abi, "fs": True, "net": bool(net), "scoped": bool(scoped)}
+
+
+class SockFilter(ctypes.Structure):
+    _fields_ = (("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32))
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter)))
+
+
+def deny_connect():
+    """A seccomp filter: connect() and io_uring fail with EACCES, and so does every syscall
+    of another ABI (x32, 32-bit) whose numbers the filter does not know."""
+    machine = os.uname().machine
+    if machine not in SECCOMP_ARCHES:
+        raise OSError(0, f"no syscall numbers for {machine}")
+    arch, connect = SECCOMP_ARCHES[machine]
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    denied = (connect, *IO_URING)
+    n = 5 + len(denied)  # index of the deny instruction
+    prog = [(ld, 0, 0, 4), (jeq, 0, n - 2, arch), (ld, 0, 0, 0), (jset, n - 4, 0, X32_BIT)]
+    prog += [(jeq, n - 5 - i, 0, nr) for i, nr in enumerate(denied)]
+    prog += [(ret, 0, 0, SECCOMP_RET_ALLOW), (ret, 0, 0, SECCOMP_RET_ERRNO | EACCES)]
+    filters = (SockFilter * len(prog))(*(SockFilter(*ins) for ins in prog))
+    fprog = SockFprog(len(prog), filters)
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
 
 
 def drop_capabilities():
@@ -159,6 +193,13 @@ def main():
             layer("capabilities", False, f"could not drop capabilities: {exc}")
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         layer("no_new_privs", False, "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if config.get("deny_connect"):
+        try:
+            deny_connect()
+            layer("seccomp", True, "no connect() (Unix sockets outside the box included), no io_uring")
+        except OSError as exc:
+            layer("seccomp", False, f"connect() not filtered ({exc.strerror or exc}): a Unix socket "
+                                    "outside the box (a database's, a container engine's) can be reached")
     if not config["landlock"]:
         layer("landlock", False, "Landlock is not available in this kernel: reads and writes "
                                  "outside the box are only reported, not denied")

@@ -206,7 +206,7 @@ def _death_cause(kb: KernelBox) -> str | None:
     layers, _ = sandbox.read_report(kb.report, sandbox.probe())
     refused = [x.what for x in layers if x.name == "launcher" and not x.ok and "refused" in x.what]
     if refused:
-        return f"the sandbox {refused[0]}"
+        return f"the sandbox {refused[0]} (pass --unconfined to run without it)"
     process = getattr(kb.km.provisioner, "process", None)
     code = process.poll() if process is not None else None
     if code is None:

@@ -87,7 +87,7 @@ def check_notebook(path: Path | str, *, source: Path | str | None = None,
                                  + "; ".join(missing) + "), so its code would run with your rights; "
                                  "to run it anyway, pass --unconfined")
     limits = Limits(memory_mb << 20, MAX_PROCESSES, wall)
-    require = () if unconfined else ("landlock", *(("capabilities",) if os.geteuid() == 0 else ()))
+    require = () if unconfined else ("landlock", "seccomp", *(("capabilities",) if os.geteuid() == 0 else ()))
     with tempfile.TemporaryDirectory(prefix="agentos-lab-") as tmp:
         (Path(tmp) / "out").mkdir()
         kb = make_kernel_box(Path(tmp) / "box", Path(tmp) / "out", limits=limits, require=require)

@@ -191,8 +191,9 @@ def launcher(box: Box, report: int, *, env: dict[str, str] | None = None, readon
     protection report; `config` adds to the launcher's (limits, cgroups, `require`)."""
     prot = probe()
     ro, rw = readonly_roots(readonly), (str(box.root), *RW_SYSTEM)
-    full = {"ro": list(ro), "rw": list(rw), "deny_net": True, "max_file_bytes": MAX_FILE_BYTES,
-            "report_fd": report, "landlock": prot.landlock_abi > 0, **(config or {})}
+    full = {"ro": list(ro), "rw": list(rw), "deny_net": True, "deny_connect": True,
+            "max_file_bytes": MAX_FILE_BYTES, "report_fd": report, "landlock": prot.landlock_abi > 0,
+            **(config or {})}
     child_env = {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(box.root / "home"), "TMPDIR": str(box.tmp), "USER": "student", "LOGNAME": "student",
