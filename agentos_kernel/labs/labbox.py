@@ -49,8 +49,8 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def client(self, **kwargs: Any) -> Any:
         kc = super().client(**kwargs)
-        # A message larger than this (one giant output) drops the connection instead of being
-        # read whole into the grader's memory; the cell then times out.
+        # A message larger than this (one giant output) is dropped unread (zmq resets that
+        # connection) instead of being read whole into the grader's memory.
         kc.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         return kc
 

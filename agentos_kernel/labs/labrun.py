@@ -28,6 +28,7 @@ from .nbgrader_format import LabInputError
 TIMEOUT_ENAME = "CellTimeoutError"  # the ename nbgrader's Execute.error_on_timeout uses
 MAX_OUTPUT_CHARS = 2 << 20  # a cell's outputs kept in the grader; a lab's are a few KiB
 KEPT_CHARS = 2000  # of an output past that limit that still decides the score
+LOST = "the kernel's outputs stopped arriving (one over the 64 MiB message limit, or the kernel is stuck)"
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def run_notebook(nb: Any, launch: KernelLaunch, *, timeout: int, wall: float) ->
 
     `timeout` bounds each cell; `wall` the whole run (seconds): a cell still running at the
     wall limit is interrupted, and the cells after it are not run."""
-    from nbclient.exceptions import DeadKernelError
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     replies: dict[int, dict[str, Any]] = {}
 
@@ -76,6 +77,7 @@ def run_notebook(nb: Any, launch: KernelLaunch, *, timeout: int, wall: float) ->
         interrupt_on_timeout=True, allow_errors=True, record_timing=False, startup_timeout=60,
         error_on_timeout=_timeout_error(f"no reply within the {timeout} s timeout; the cell was interrupted"),
         extra_arguments=["--HistoryManager.hist_file=:memory:"], shell_timeout_interval=1,
+        raise_on_iopub_timeout=True,  # as nbgrader: outputs that never arrive are not a pass
         on_cell_executed=keep_reply,
         shutdown_kernel="immediate")  # outputs are in; a stuck kernel would only delay the exit
     deadline = time.monotonic() + wall
@@ -96,8 +98,16 @@ def run_notebook(nb: Any, launch: KernelLaunch, *, timeout: int, wall: float) ->
             client.timeout = min(timeout, int(left))
             if client.timeout < timeout:  # the wall limit comes first
                 client.error_on_timeout = _timeout_error(f"{walled}; the cell was interrupted")
+            started = time.monotonic()
             try:
                 client.execute_cell(cell, i)
+            except CellTimeoutError:  # the reply came, the outputs (their closing 'idle') did not
+                if time.monotonic() - started < client.timeout:  # no interrupt to blame
+                    _record_error(cell, "OutputLost", f"{LOST}; the cell's outputs are incomplete")
+                    stop = f"{LOST} in cell {i}"  # none after could be trusted either
+                    continue
+                # timed out, interrupted, and still busy: the check below finds it stuck
+                _record_error(cell, TIMEOUT_ENAME, client.error_on_timeout["evalue"])
             except DeadKernelError:
                 cause = launch.death_cause()
                 _record_error(cell, "DeadKernelError", "the kernel died while running this cell"

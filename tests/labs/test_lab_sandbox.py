@@ -27,7 +27,7 @@ import pytest
 
 from agentos_kernel.labs import cgroups, labbox, labcheck, sandbox
 from agentos_kernel.labs.labcheck import SandboxUnavailable, check_notebook
-from agentos_kernel.labs.labrun import KernelStartError
+from agentos_kernel.labs.labrun import LOST, KernelStartError
 from agentos_kernel.labs.labscore import LabScore
 from agentos_kernel.labs.release import release
 
@@ -318,6 +318,19 @@ def test_output_without_end_is_cut_but_still_scored(run: Any, tmp_path: Path) ->
     assert any("were dropped" in o.get("text", "") for o in outputs)
     (row,) = [r for r in score.rows if r.grade_id == "test_add"]
     assert (row.status, row.message) == ("failed", "wrote to stderr: late")
+
+
+def test_one_giant_message_is_dropped_unread_and_ends_the_run(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unread, it never fills the grader's memory; the run cannot trust later outputs, so it stops."""
+    monkeypatch.setattr(labbox, "MAX_MESSAGE_BYTES", 1 << 20)
+
+    def giant(nb: Any) -> None:  # one message of 1.5 MiB: under the output cap, over this limit
+        cell(nb, "test_add").source = "import sys\nsys.stdout.write('x' * (3 << 19))\nsys.stdout.flush()"
+    score = check_notebook(submission_copy("all_correct", tmp_path / "s", giant), timeout=TIMEOUT)
+    rows = {r.grade_id: (r.status, r.message) for r in score.rows}
+    assert rows["test_add"] == ("failed", f"OutputLost: {LOST}; the cell's outputs are incomplete")
+    assert rows["test_total"] == rows["test_add_floats"] == ("not run", f"{LOST} in cell 3")
 
 
 def test_without_a_sandbox_it_refuses_unless_unconfined(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
