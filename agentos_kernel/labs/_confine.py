@@ -223,8 +223,14 @@ def main():
         finally:
             os._exit(127)
     if config.get("wall_seconds"):
-        # A backstop for the grader's own time limit (should the grader die): SIGALRM's
-        # default action ends this launcher, and with it, as pid 1, the whole namespace.
+        # A backstop for the grader's own time limit (should the grader die): past it this
+        # launcher kills CMD and exits, and with it, as pid 1, goes the whole namespace. (A
+        # handler, since a namespace's init ignores a signal left to its default action.)
+        def expire(signum, frame):
+            os.kill(pid, signal.SIGKILL)
+            os._exit(128 + signal.SIGALRM)
+
+        signal.signal(signal.SIGALRM, expire)
         signal.alarm(config["wall_seconds"])
     # Reap until CMD ends (as pid 1 of a namespace we also collect CMD's orphans).
     while True:

@@ -154,7 +154,7 @@ def test_the_box_holds_neither_the_source_nor_the_hidden_tests(run: Any, tmp_pat
     (folder / SOURCE.name).write_bytes(SOURCE.read_bytes())
     (folder / "notes.ipynb").write_text("{}")
     code = '''
-import json, os
+import errno, json, os
 found, names = [], []
 for root, dirs, files in os.walk(".."):
     for name in files:
@@ -165,15 +165,28 @@ for root, dirs, files in os.walk(".."):
             continue
         if b"49" + b"50" in data or b"BEGIN " + b"SOLUTION" in data:  # not found in this cell's own text
             found.append(os.path.join(root, name))
-print("PROBE " + json.dumps({"found": found, "notebooks": sorted(n for n in names if n.endswith(".ipynb"))}))
+links = []
+for make in (os.symlink, os.link):
+    try:
+        make(SRC, "stolen.ipynb")
+        open("stolen.ipynb").read()
+        links.append("read")
+    except OSError as exc:
+        links.append(errno.errorcode.get(exc.errno, str(exc)))
+    if os.path.lexists("stolen.ipynb"):
+        os.unlink("stolen.ipynb")
+print("PROBE " + json.dumps({"found": found, "links": links,
+                             "notebooks": sorted(n for n in names if n.endswith(".ipynb"))}))
 '''
     import nbformat
 
     nb = nbformat.read(folder / "ada.ipynb", as_version=4)
-    cell(nb, "add").source = code + cell(nb, "add").source
+    cell(nb, "add").source = f"SRC = {str(folder / SOURCE.name)!r}\n" + code + cell(nb, "add").source
     nbformat.write(nb, folder / "ada.ipynb")
     score, executed = run(folder / "ada.ipynb", source=folder / SOURCE.name)
-    assert probe(executed) == {"found": [], "notebooks": ["ada.ipynb"]}
+    got = probe(executed)
+    assert got["found"] == [] and got["notebooks"] == ["ada.ipynb"]
+    assert got["links"] == ["EACCES", "EXDEV"]  # nor through a link made in the box (sym, hard)
     assert score.total == 4  # the hidden tests ran all the same (its own answers are right)
 
 
@@ -345,6 +358,20 @@ def test_without_a_sandbox_it_refuses_unless_unconfined(monkeypatch: pytest.Monk
     code, out, err = cli("lab", "check", path, "--unconfined", "--timeout", TIMEOUT)
     assert code == 0 and "MISSING: namespaces" in out and "Landlock is not available" in out
     assert err.startswith("agentos: warning: the notebook ran without: namespaces")
+
+
+def test_the_launcher_ends_the_run_at_its_own_wall_limit(tmp_path: Path) -> None:
+    """The backstop for a grader that died: SIGALRM ends the launcher, and with it the namespace."""
+    import subprocess
+    import time
+
+    box = sandbox.empty_box(tmp_path / "box")
+    fd = os.open(tmp_path / "report.jsonl", os.O_WRONLY | os.O_CREAT, 0o600)
+    prefix, env = sandbox.launcher(box, fd, config={"wall_seconds": 1})
+    started = time.monotonic()
+    done = subprocess.run([*prefix, "/bin/sleep", "60"], env=env, cwd=box.sub, pass_fds=(fd,), timeout=30)
+    os.close(fd)
+    assert time.monotonic() - started < 15 and done.returncode in (-signal.SIGALRM, 128 + signal.SIGALRM)
 
 
 def test_the_launcher_refuses_to_start_without_a_required_layer(monkeypatch: pytest.MonkeyPatch,
