@@ -63,7 +63,8 @@ def make(name: str, *, max_processes: int, memory_bytes: int) -> RunCgroups:
     for controller, files, what in wanted:
         parent = _own_cgroup(controller)
         if parent is None:
-            missing.append(f"{controller} cgroup: no {controller} controller this process may use")
+            instead = " (RLIMIT_NPROC bounds them instead)" if controller == "pids" and os.geteuid() else ""
+            missing.append(f"{controller} cgroup: no {controller} controller this process may use{instead}")
             continue
         d = parent / name
         try:

@@ -32,6 +32,7 @@ from traitlets import List, Unicode
 
 from . import cgroups, sandbox
 from .labrun import KernelLaunch, RunResult, run_notebook
+from .nbgrader_format import LabInputError
 
 REFERENCE_PARTS = ("schemas", "agents", "skills", "workflows", "agentos.yaml", "cassettes", "conformance")
 SYSTEM_CONFIG = ("/etc/ipython", "/etc/jupyter")  # what IPython and Jupyter look for at start
@@ -121,24 +122,33 @@ def make_kernel_box(root: Path, outside: Path, *, limits: Limits, require: tuple
     pylib.mkdir()
     (pylib / "agentos_kernel").symlink_to(Path(agentos_kernel.__file__).resolve().parent)
     if len(str(run / "kernel-ipc-00")) > MAX_SOCKET_PATH:
-        raise OSError(f"{run}: too long a path for the kernel's sockets; set TMPDIR to a shorter directory")
-    groups = cgroups.make(root.parent.name, max_processes=limits.max_processes,
-                          memory_bytes=limits.memory_bytes)
+        raise LabInputError(f"{run}: too long a path for the kernel's sockets (Unix sockets take "
+                            f"{MAX_SOCKET_PATH} bytes); set TMPDIR to a shorter directory")
     report = outside / "report.jsonl"
     fd = os.open(report, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    config = {"max_memory_bytes": limits.memory_bytes, "max_processes": limits.max_processes,
-              "cgroups": [list(g) for g in groups.dirs], "require": list(require),
-              "wall_seconds": int(limits.wall_seconds) + 30}
-    prefix, env = sandbox.launcher(box, fd, readonly=kernel_readonly(), config=config, env={
-        "PYTHONPATH": os.pathsep.join([str(root / "site"), str(pylib)]),
-        "IPYTHONDIR": str(root / "home" / ".ipython"), "MPLCONFIGDIR": str(root / "tmp" / "matplotlib"),
-        # Address space is what the memory limit counts: glibc's arena per thread reserves
-        # 64 MiB each (a lab kernel: ~900 MiB reserved, 390 MiB with two arenas, ~115 MiB
-        # resident), and BLAS libraries start a thread (stack and buffers) per core.
-        "MALLOC_ARENA_MAX": "2", "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2",
-    })
-    km = SandboxedKernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]),
-                                connection_file=str(run / "kernel.json"), transport="ipc", launcher=prefix)
+    groups = cgroups.make(root.parent.name, max_processes=limits.max_processes,
+                          memory_bytes=limits.memory_bytes)
+    try:
+        config = {"max_memory_bytes": limits.memory_bytes, "max_processes": limits.max_processes,
+                  "cgroups": [list(g) for g in groups.dirs], "require": list(require),
+                  "wall_seconds": int(limits.wall_seconds) + 30}
+        prefix, env = sandbox.launcher(box, fd, readonly=kernel_readonly(), config=config, env={
+            "PYTHONPATH": os.pathsep.join([str(root / "site"), str(pylib)]),
+            "IPYTHONDIR": str(root / "home" / ".ipython"), "MPLCONFIGDIR": str(root / "tmp" / "matplotlib"),
+            # Address space is what the memory limit counts: glibc's arena per thread reserves
+            # 64 MiB each (a lab kernel: ~900 MiB reserved, 390 MiB with two arenas, ~115 MiB
+            # resident), and BLAS libraries start a thread (stack and buffers) per core.
+            "MALLOC_ARENA_MAX": "2", "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2",
+            "MKL_NUM_THREADS": "2",
+        })
+        # the ipykernel of this Python, whatever `python3` kernelspec a user installed
+        specs = KernelSpecManager(kernel_dirs=[])
+        km = SandboxedKernelManager(kernel_name="python3", kernel_spec_manager=specs, transport="ipc",
+                                    connection_file=str(run / "kernel.json"), launcher=prefix)
+    except BaseException:
+        os.close(fd)
+        groups.remove()
+        raise
     return KernelBox(box, km, env, report, fd, groups, limits)
 
 
