@@ -197,7 +197,7 @@ def test_no_network_not_even_loopback_or_a_unix_socket_outside(run: Any, tmp_pat
     unix.listen()
     port = tcp.getsockname()[1]
     code = f'''
-import ctypes, json, socket
+import ctypes, json, os, socket
 got = {{}}
 def attempt(name, fn):
     try:
@@ -211,12 +211,14 @@ s = socket.socket(socket.AF_UNIX)
 libc = ctypes.CDLL(None, use_errno=True)
 addr = b"\\x01\\x00" + {str(tmp_path / "db.sock")!r}.encode() + b"\\x00"
 got["x32"] = libc.syscall(42 | 0x40000000, s.fileno(), addr, len(addr))  # connect, x32 ABI
+attempt("kill", lambda: os.kill({os.getpid()}, 15))  # the grader: not even visible
 print("PROBE " + json.dumps(got))
 '''
     score, executed = run(_fixture_probe(tmp_path, code))
     got = probe(executed)
     assert got["tcp"] in ("OSError", "PermissionError") and got["unix"] == "PermissionError"
     assert got["bind"] != "connected" and got["x32"] == -1
+    assert got["kill"] in ("ProcessLookupError", "PermissionError")
     for server in (tcp, unix):
         server.setblocking(False)
         with pytest.raises(BlockingIOError):
