@@ -64,8 +64,10 @@ def check_notebook(path: Path | str, *, source: Path | str | None = None,
     LabInputError for a notebook that cannot be checked (unreadable, invalid nbgrader
     metadata, no grade cells), SandboxUnavailable when the kernel cannot be confined here."""
     path = Path(path)
-    if timeout < 1 or wall < 1:
-        raise LabInputError(f"timeout {min(timeout, wall)}: must be at least 1 second")
+    if timeout < 1:
+        raise LabInputError(f"timeout {timeout}: must be at least 1 second")
+    if wall < 1:
+        raise LabInputError(f"total timeout {wall:g}: must be at least 1 second")
     if memory_mb < 256:
         raise LabInputError(f"memory {memory_mb} MiB: a Python kernel needs at least 256 MiB")
     nb = read_notebook(path)
