@@ -74,6 +74,8 @@ def _install() -> None:
                 address = args[1]  # (socket, address) for all three
                 if isinstance(address, tuple) and len(address) >= 2:
                     note(event.split(".")[1], f"{address[0]}:{address[1]}")
+                elif isinstance(address, str | bytes) and event != "socket.bind":  # a Unix socket
+                    note(event.split(".")[1], os.fsdecode(address).replace("\0", "@"))
             elif event == "socket.getaddrinfo" and not _literal(args[0]):
                 note("resolve", str(args[0]))
         except Exception:  # the hook reports; it must never break what it watches

@@ -26,12 +26,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="LAB_COMMAND")
 
     p = cmds.add_parser(
-        "check", help="run a notebook in a fresh kernel and print its per-test score table",
-        description="Run a copy of NOTEBOOK in a fresh kernel of this Python (in a temp dir with the "
-                    "files of its folder), continue past errors, and score each grade cell as nbgrader "
+        "check", help="run a notebook in a fresh, sandboxed kernel and print its per-test score table",
+        description="Run a copy of NOTEBOOK in a fresh kernel of this Python, in the grader's sandbox "
+                    "(a temp dir with the files of its folder; no reading the source notebook or anything "
+                    "outside it but the system and Python; no network; memory, process and time limits; "
+                    "see docs/labs.md), continue past errors, and score each grade cell as nbgrader "
                     "does: full points if it ran without an error and wrote nothing to stderr, else 0. "
                     "Exit 0 full marks (written answers are left to a person), 1 points lost, "
-                    "2 bad input or the notebook could not be run.")
+                    "2 bad input, the notebook could not be run, or this machine cannot sandbox it.")
     p.add_argument("notebook", type=Path, help="the notebook to check (a student's, or the instructor's)")
     p.add_argument("--source", type=Path, metavar="SRC",
                    help="the instructor notebook: restore its test and read-only cells by grade_id "
@@ -40,6 +42,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=int, default=30, metavar="S",
                    help="seconds each cell may run before it is interrupted and scores 0 (default 30, "
                         "nbgrader's default)")
+    p.add_argument("--total-timeout", type=int, metavar="S",
+                   help="seconds the whole run may take; the cell running then is interrupted and the "
+                        "rest score 0 as not run (default 600)")
+    p.add_argument("--memory-mb", type=int, metavar="MB",
+                   help="memory the kernel may use (address space of each process, and of all together "
+                        "where a memory cgroup can be made; default 2048)")
+    p.add_argument("--unconfined", action="store_true",
+                   help="run even where this machine lacks a layer of the sandbox (no unshare, no "
+                        "Landlock): the notebook's code then runs with your rights; the missing layers "
+                        "are printed")
     p.add_argument("--json", action="store_true", help="print the scores as JSON instead")
     p.set_defaults(fn=cmd_check)
 
@@ -81,18 +93,27 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .nbgrader_format import LabInputError
 
     try:
-        score = check_notebook(args.notebook, source=args.source, timeout=args.timeout)
+        limits = {k: v for k, v in (("memory_mb", args.memory_mb), ("wall", args.total_timeout))
+                  if v is not None}
+        score = check_notebook(args.notebook, source=args.source, timeout=args.timeout,
+                               unconfined=args.unconfined, **limits)
     except LabInputError as exc:
         return _fail(str(exc))
     except (OSError, ValueError) as exc:  # a path no file system can hold (too long, a NUL)
         return _fail(_path_error(args.notebook, exc))
     except RuntimeError as exc:  # the kernel would not start (nbclient/jupyter_client)
         return _fail(f"{args.notebook}: could not run it in a kernel: {exc}")
+    if score.unprotected:
+        print(f"agentos: warning: the notebook ran without: {printable('; '.join(score.unprotected))}",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(score.to_dict(), indent=2, ensure_ascii=False))
     else:
         for note in score.notes:
             print(f"note: {note}")
+        print(printable(score.sandbox_line()))
+        for attempt in score.attempts:
+            print(f"sandbox: {printable(attempt)}")
         for line in score.table_lines():
             print(line)
         print(score.total_line())

@@ -6,10 +6,17 @@ grade_ids dropped, and, given the instructor's `source`, every cell restored fro
 grade_id (nbgrader/preprocessors/overwritecells.py), so hidden tests run and an edited test
 cell counts for nothing. The folder's other files go along (and the source folder's over
 them, as autograde copies the assignment's source files over the submission's).
+
+The kernel runs in the grader's sandbox (labbox.py): it reads only its box (the folder's
+files and the student's notebook as submitted, never the restored one nor the source),
+the system and Python prefixes and the package; it writes only its box; no network; limits
+on memory, processes and time. A machine that cannot sandbox it is refused unless the
+caller passes `unconfined` (the student's code then runs with the caller's rights).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import shutil
@@ -17,8 +24,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .labrun import run_notebook
-from .labscore import MANUAL, MISSING, LabScore, ScoreRow, score_cell
+from . import sandbox
+from .labbox import Limits, make_kernel_box, run_in_box
+from .labscore import FAILED, MANUAL, MISSING, LabScore, ScoreRow, score_cell
 from .nbgrader_format import (
     LabInputError,
     compute_checksum,
@@ -33,21 +41,35 @@ from .nbgrader_format import (
 from .release import IGNORE, clear_outputs, instructor_cells, load_lab, refuse_link_out
 
 DEFAULT_TIMEOUT = 30  # seconds per cell: nbgrader's Execute.timeout default
+DEFAULT_WALL = 600  # seconds for the whole run: the five course labs take under 10 s
+DEFAULT_MEMORY_MB = 2048  # a course lab's kernel peaks at ~390 MiB of address space (labbox.py)
+MAX_PROCESSES = 256  # threads count too; a lab kernel has about 20
 MAX_FILES, MAX_BYTES = 2000, 200 * 2**20  # a lab folder, not a home directory
 
 
+class SandboxUnavailable(LabInputError):
+    """This machine cannot confine the kernel and the caller did not accept running it unconfined."""
+
+
 def check_notebook(path: Path | str, *, source: Path | str | None = None,
-                   timeout: int = DEFAULT_TIMEOUT) -> LabScore:
-    """Run a copy of the notebook at `path` in a fresh kernel (cwd: a temp dir holding the copy
-    and its folder's files), continuing past errors, and score every grade cell.
+                   timeout: int = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB,
+                   wall: float = DEFAULT_WALL, unconfined: bool = False) -> LabScore:
+    """Run a copy of the notebook at `path` in a fresh, sandboxed kernel (cwd: a temp dir
+    holding the copy and its folder's files), continuing past errors, and score every grade cell.
 
     `source` is the instructor notebook: its locked cells (tests, read-only cells) replace
-    the submission's by grade_id first. `timeout` bounds each cell (seconds). Raises
+    the submission's by grade_id first; they reach the kernel only as each cell runs.
+    `timeout` bounds each cell and `wall` the whole run (seconds); `memory_mb` the kernel's
+    memory. `unconfined` accepts a sandbox with layers missing (they are reported). Raises
     LabInputError for a notebook that cannot be checked (unreadable, invalid nbgrader
-    metadata, no grade cells)."""
+    metadata, no grade cells), SandboxUnavailable when the kernel cannot be confined here."""
     path = Path(path)
     if timeout < 1:
         raise LabInputError(f"timeout {timeout}: must be at least 1 second")
+    if wall < 1:
+        raise LabInputError(f"total timeout {wall:g}: must be at least 1 second")
+    if memory_mb < 256:
+        raise LabInputError(f"memory {memory_mb} MiB: a Python kernel needs at least 256 MiB")
     nb = read_notebook(path)
     src_path = Path(source) if source is not None else None
     src_nb = instructor_cells(load_lab(src_path))[0] if src_path else None
@@ -61,17 +83,28 @@ def check_notebook(path: Path | str, *, source: Path | str | None = None,
     folders = [path.parent] + ([src_path.parent] if src_path else [])
     for folder in folders:
         _check_size(folder)
+    missing = sandbox.probe().missing
+    if missing and not unconfined:
+        raise SandboxUnavailable(f"{path}: cannot sandbox the notebook's kernel on this machine ("
+                                 + "; ".join(missing) + "), so its code would run with your rights; "
+                                 "to run it anyway, pass --unconfined")
+    limits = Limits(memory_mb << 20, MAX_PROCESSES, wall)
+    require = () if unconfined else ("landlock", "seccomp", *(("capabilities",) if os.geteuid() == 0 else ()))
     with tempfile.TemporaryDirectory(prefix="agentos-lab-") as tmp:
-        work, private = Path(tmp) / "lab", Path(tmp) / "private"
-        private.mkdir()
-        _copy_files(path.parent, work, skip_notebooks=False)
-        if src_path:
-            _copy_files(src_path.parent, work, skip_notebooks=True)
-        import nbformat
-
-        nbformat.write(nb, work / path.name)
-        result = run_notebook(nb, work, timeout=timeout, private=private)
+        (Path(tmp) / "out").mkdir()
+        kb = make_kernel_box(Path(tmp) / "box", Path(tmp) / "out", limits=limits, require=require)
+        try:
+            # Only the student's own notebook goes in, as submitted: never the restored one
+            # (the hidden tests) nor any other notebook of either folder.
+            _copy_files(path.parent, kb.box.sub, skip_notebooks=True)
+            if src_path:
+                _copy_files(src_path.parent, kb.box.sub, skip_notebooks=True)
+            shutil.copyfile(path, kb.box.sub / path.name)
+            result, confined = run_in_box(nb, kb, timeout=timeout, wall=wall)
+        finally:
+            leftovers = kb.close()
     rows = [score_cell(c, i, result.not_run.get(i)) for i, c in enumerate(nb.cells) if is_grade(c)]
+    rows = [_name_memory_limit(r, memory_mb) for r in rows]
     rows += [ScoreRow(meta(c)["grade_id"], i, None, float(meta(c)["points"]), MANUAL,
                       "a task: grade it by hand") for i, c in enumerate(nb.cells) if is_task(c)]
     rows.sort(key=lambda r: r.cell if r.cell is not None else -1)
@@ -79,7 +112,15 @@ def check_notebook(path: Path | str, *, source: Path | str | None = None,
         present = {r.grade_id for r in rows}
         rows += [ScoreRow(gid, None, 0.0, pts, MISSING, "the cell was deleted from the notebook")
                  for gid, pts in _grade_ids(src_nb).items() if gid not in present]
-    return LabScore(path, src_path, tuple(rows), tuple(notes))
+    return LabScore(path, src_path, tuple(rows), tuple(notes), confined.held,
+                    (*confined.missing, *leftovers), confined.attempts)
+
+
+def _name_memory_limit(row: ScoreRow, memory_mb: int) -> ScoreRow:
+    """A MemoryError is the sandbox's limit more often than the machine's: say which."""
+    if row.status != FAILED or not row.message.startswith("MemoryError"):
+        return row
+    return dataclasses.replace(row, message=f"{row.message} (the kernel's memory limit is {memory_mb} MiB)")
 
 
 def _grade_ids(nb: Any) -> dict[str, float]:

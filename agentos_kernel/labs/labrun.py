@@ -7,13 +7,17 @@ so a hang in one answer costs that cell (and whatever depends on it) and no more
 two graders agree. One thing is added: after a timeout the kernel must answer a trivial
 request within the timeout; if it does not (the code ignores the interrupt), the remaining
 cells are marked not run instead of each waiting out its own timeout. A dead kernel
-(os._exit, a segfault) ends the run the same way: later cells would only fail on lost state.
+(os._exit, a segfault, a limit of its sandbox) ends the run the same way: later cells would
+only fail on lost state. The run as a whole has a time limit too (`wall`).
+
+The kernel is started as `KernelLaunch` says (labbox.py: in the grader's sandbox); this
+module only drives it, from outside.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +26,9 @@ from typing import IO, Any
 from .nbgrader_format import LabInputError
 
 TIMEOUT_ENAME = "CellTimeoutError"  # the ename nbgrader's Execute.error_on_timeout uses
+MAX_OUTPUT_CHARS = 2 << 20  # a cell's outputs kept in the grader; a lab's are a few KiB
+KEPT_CHARS = 2000  # of an output past that limit that still decides the score
+LOST = "the kernel's outputs stopped arriving (one over the 64 MiB message limit, or the kernel is stuck)"
 
 
 @dataclass(frozen=True)
@@ -32,60 +39,145 @@ class RunResult:
     """Cell index -> why it was not run."""
 
 
-def _native_kernel_manager(connection_file: Path) -> Any:
-    """A kernel manager for ipykernel on `sys.executable`, ignoring any `python3` kernelspec a
-    user installed (it may point at another Python without this package)."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import AsyncKernelManager
+@dataclass(frozen=True)
+class KernelLaunch:
+    """How to start the kernel, and what to ask its sandbox while it runs."""
 
-    return AsyncKernelManager(kernel_name="python3",
-                              kernel_spec_manager=KernelSpecManager(kernel_dirs=[]),
-                              connection_file=str(connection_file))
+    km: Any
+    """The kernel manager (its command, connection file and transport)."""
+    cwd: Path
+    """The kernel's working directory."""
+    env: dict[str, str]
+    """The kernel's whole environment."""
+    popen: dict[str, Any]
+    """More arguments for the kernel's Popen (fds to pass, ...)."""
+    log: Path
+    """Where the kernel process's own output goes (outside its sandbox)."""
+    after_cell: Callable[[int], None] = lambda i: None
+    """Called with -1 once the kernel is ready, then after each code cell with its index
+    (e.g. to tell what the sandbox reported during which cell)."""
+    death_cause: Callable[[], str | None] = lambda: None
+    """Why the kernel died (a limit, a signal), asked once it has."""
 
 
-def run_notebook(nb: Any, cwd: Path, *, timeout: int, private: Path) -> RunResult:
+def run_notebook(nb: Any, launch: KernelLaunch, *, timeout: int, wall: float) -> RunResult:
     """Execute every code cell of `nb` in order, in place (outputs land in the cells).
 
-    `cwd` is the kernel's working directory; `private` a scratch directory for the connection
-    file and IPYTHONDIR (so no user profile or startup file runs, and nothing goes to HOME)."""
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
+    `timeout` bounds each cell; `wall` the whole run (seconds): a cell still running at the
+    wall limit is interrupted, and the cells after it are not run."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     replies: dict[int, dict[str, Any]] = {}
 
     def keep_reply(cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
         replies[cell_index] = execute_reply
 
-    client = NotebookClient(
-        nb, km=_native_kernel_manager(private / "kernel.json"), timeout=timeout,
+    client = _capped_client()(
+        nb, km=launch.km, timeout=timeout,
         interrupt_on_timeout=True, allow_errors=True, record_timing=False, startup_timeout=60,
-        error_on_timeout={"ename": TIMEOUT_ENAME,
-                          "evalue": f"no reply within the {timeout} s timeout; the cell was interrupted",
-                          "traceback": []},
+        error_on_timeout=_timeout_error(f"no reply within the {timeout} s timeout; the cell was interrupted"),
         extra_arguments=["--HistoryManager.hist_file=:memory:"], shell_timeout_interval=1,
+        raise_on_iopub_timeout=True,  # as nbgrader: outputs that never arrive are not a pass
         on_cell_executed=keep_reply,
         shutdown_kernel="immediate")  # outputs are in; a stuck kernel would only delay the exit
-    env = {**os.environ, "IPYTHONDIR": str(private / "ipython")}
+    deadline = time.monotonic() + wall
+    walled = f"the run reached its total time limit of {wall:g} s"
     not_run: dict[int, str] = {}
     stop: str | None = None
-    log_path = private / "kernel.log"  # the kernel process's own chatter, shown if it fails to start
-    with log_path.open("w") as log, _kernel(client, cwd, env, log, log_path):
+    with launch.log.open("w") as log, _kernel(client, launch, log):
+        launch.after_cell(-1)
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
+            left = deadline - time.monotonic()
+            if not stop and left < 1:
+                stop = walled
             if stop:
                 not_run[i] = stop
                 continue
+            client.timeout = min(timeout, int(left))
+            if client.timeout < timeout:  # the wall limit comes first
+                client.error_on_timeout = _timeout_error(f"{walled}; the cell was interrupted")
+            started = time.monotonic()
             try:
                 client.execute_cell(cell, i)
+            except CellTimeoutError:  # the reply came, the outputs (their closing 'idle') did not
+                if time.monotonic() - started < client.timeout:  # no interrupt to blame
+                    _record_error(cell, "OutputLost", f"{LOST}; the cell's outputs are incomplete")
+                    stop = f"{LOST} in cell {i}"  # none after could be trusted either
+                    continue
+                # timed out, interrupted, and still busy: the check below finds it stuck
+                _record_error(cell, TIMEOUT_ENAME, client.error_on_timeout["evalue"])
             except DeadKernelError:
-                _record_error(cell, "DeadKernelError", "the kernel died while running this cell")
-                stop = f"the kernel died in cell {i}"
+                cause = launch.death_cause()
+                _record_error(cell, "DeadKernelError", "the kernel died while running this cell"
+                              + (f" ({cause})" if cause else ""))
+                stop = f"the kernel died in cell {i}" + (f" ({cause})" if cause else "")
                 continue
+            finally:
+                launch.after_cell(i)
             _record_reply(cell, replies.get(i))
-            if _timed_out(cell) and not _responds(client):
+            if _timed_out(cell) and client.timeout < timeout:
+                stop = walled
+            elif _timed_out(cell) and not _responds(client):
                 stop = f"the kernel did not recover from the timeout in cell {i}"
     return RunResult(not_run)
+
+
+def _capped_client() -> Any:
+    from nbclient import NotebookClient
+
+    class CappedClient(NotebookClient):  # type: ignore[misc]
+        """Keeps at most MAX_OUTPUT_CHARS of each cell's outputs, so a notebook printing
+        without end cannot fill the grader's memory (the kernel's own is limited by its
+        sandbox). Past it, what scores a cell is still kept, cut short: every error, the first
+        stderr text, the first result; the rest is dropped, once with a notice."""
+
+        def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None,
+                   cell_index: int) -> Any:
+            content = msg["content"]
+            spent: dict[int, int] = self.__dict__.setdefault("_spent", {})  # chars a cell
+            spent[cell_index] = spent.get(cell_index, 0) + _chars(content)
+            if spent[cell_index] <= MAX_OUTPUT_CHARS:
+                return super().output(outs, msg, display_id, cell_index)
+            kind, name = msg["msg_type"], content.get("name")
+            decides = kind == "error" or (kind == "stream" and name == "stderr" and not any(
+                o.get("name") == "stderr" for o in outs)) or (kind == "execute_result" and not any(
+                    o.output_type == "execute_result" for o in outs))
+            if decides:
+                return super().output(outs, _cut(msg), display_id, cell_index)
+            if not any(o.get("text") == _CUT_NOTICE for o in outs):
+                from nbformat.v4 import new_output
+
+                outs.append(new_output("stream", name="stdout", text=_CUT_NOTICE))
+            return None
+
+    return CappedClient
+
+
+_CUT_NOTICE = f"[agentos lab check: outputs past {MAX_OUTPUT_CHARS >> 20} M characters were dropped]\n"
+
+
+def _chars(content: dict[str, Any]) -> int:
+    """About how much memory an output message's content takes (its texts)."""
+    return (len(str(content.get("text", ""))) + sum(len(str(v)) for v in (content.get("data") or {}).values())
+            + len(str(content.get("evalue", ""))) + sum(len(str(t)) for t in content.get("traceback") or []))
+
+
+def _cut(msg: dict[str, Any]) -> dict[str, Any]:
+    c = dict(msg["content"])
+    if "text" in c:
+        c["text"] = str(c["text"])[:KEPT_CHARS]
+    if "data" in c:
+        c["data"] = {k: str(v)[:KEPT_CHARS] for k, v in c["data"].items()}
+    if "evalue" in c:
+        c["evalue"] = str(c["evalue"])[:KEPT_CHARS]
+        c["traceback"] = [str(t)[:KEPT_CHARS] for t in (c.get("traceback") or [])[-5:]]
+    return {**msg, "content": c}
+
+
+def _timeout_error(evalue: str) -> dict[str, Any]:
+    return {"ename": TIMEOUT_ENAME, "evalue": evalue, "traceback": []}
 
 
 class KernelStartError(LabInputError):
@@ -93,15 +185,18 @@ class KernelStartError(LabInputError):
 
 
 @contextmanager
-def _kernel(client: Any, cwd: Path, env: dict[str, str], log: IO[str], log_path: Path) -> Iterator[None]:
+def _kernel(client: Any, launch: KernelLaunch, log: IO[str]) -> Iterator[None]:
     try:
-        ctx = client.setup_kernel(cwd=str(cwd), env=env, stdout=log, stderr=log, cleanup_kc=True)
+        ctx = client.setup_kernel(cwd=str(launch.cwd), env=launch.env, stdout=log, stderr=log,
+                                  cleanup_kc=True, **launch.popen)
         ctx.__enter__()
     except (RuntimeError, TimeoutError) as exc:
         log.flush()
-        tail = " | ".join(log_path.read_text(errors="replace").strip().splitlines()[-5:])
+        tail = " | ".join(launch.log.read_text(errors="replace").strip().splitlines()[-5:])
+        cause = launch.death_cause()
         raise KernelStartError(f"could not start a Python kernel ({exc}); "
-                               f"its log: {tail or '(empty)'}") from None
+                               + (f"{cause}; " if cause else "")
+                               + f"its log: {tail or '(empty)'}") from None
     try:
         yield
     finally:

@@ -53,6 +53,12 @@ class LabScore:
     """One per grade cell, in notebook order (cells missing from the notebook last)."""
     notes: tuple[str, ...] = ()
     """What was changed before running (cells restored from the source, ids dropped)."""
+    protections: tuple[str, ...] = ()
+    """Each sandbox protection that held for the kernel: 'name: what it enforced'."""
+    unprotected: tuple[str, ...] = ()
+    """Each one this machine could not apply, with its consequence."""
+    attempts: tuple[str, ...] = ()
+    """What the notebook's code tried outside its sandbox, by cell ('cell 3: tried to read ...')."""
 
     @property
     def total(self) -> float:
@@ -81,7 +87,15 @@ class LabScore:
     def to_dict(self) -> dict[str, Any]:
         return {"notebook": str(self.notebook), "source": str(self.source) if self.source else None,
                 "total": self.total, "max": self.max_total, "pending": self.pending,
-                "rows": [asdict(r) for r in self.rows], "notes": list(self.notes)}
+                "rows": [asdict(r) for r in self.rows], "notes": list(self.notes),
+                "sandbox": {"held": list(self.protections), "missing": list(self.unprotected),
+                            "attempts": list(self.attempts)}}
+
+    def sandbox_line(self) -> str:
+        """One line: the protections that held by name, and those missing with why."""
+        held = ", ".join(dict.fromkeys(p.split(":", 1)[0] for p in self.protections)) or "none"
+        missing = f"; MISSING: {'; '.join(self.unprotected)}" if self.unprotected else ""
+        return f"sandbox held: {held}{missing}"
 
     def to_frame(self) -> Any:
         """The rows as a pandas DataFrame (grade_id, points, max, status, message)."""

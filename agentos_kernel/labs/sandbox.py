@@ -12,8 +12,8 @@ the test runner writes its report). Its stdout, stderr and the protection report
 - `_audit_site.py`: a Python audit hook that names what was attempted outside (reporting only);
 - the timeout: the whole process group is killed.
 
-A layer this machine lacks is reported (`Protections.missing`, `RunResult.layers`), never
-assumed. The real submission folder is only ever read (copied), never run in.
+A layer this machine lacks is reported (`Protections.missing`, `RunResult.layers`, read by
+`sandbox_report`), never assumed. The real submission folder is only ever read (copied), never run in.
 """
 
 from __future__ import annotations
@@ -29,8 +29,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-LAYER_UNSHARE = "namespaces"
+from .sandbox_report import Attempt, Layer, read_report
+
+__all__ = ["Attempt", "Box", "Layer", "Protections", "RunResult", "empty_box", "launcher", "make_box",
+           "probe", "read_report", "readonly_roots", "run"]
+
 MAX_FILE_BYTES = 64 << 20
 TAIL_BYTES = 8192
 _HERE = Path(__file__).resolve().parent
@@ -42,36 +47,6 @@ RO_SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.ca
              "/dev/zero")
 RW_SYSTEM = ("/dev/null",)
 COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".git", "node_modules")
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One protection and whether it held for a run."""
-
-    name: str
-    """limits, capabilities, landlock or namespaces."""
-    ok: bool
-    """True when it was applied."""
-    what: str
-    """What it enforced, or why it could not."""
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """Something the student's code tried outside its sandbox (denied)."""
-
-    kind: str
-    """read, write, list, connect, bind, sendto or resolve."""
-    target: str
-    """The absolute path, host:port or host name."""
-
-    def describe(self) -> str:
-        """e.g. 'tried to read /etc/passwd'."""
-        if self.kind in ("read", "write", "list"):
-            return f"tried to {self.kind} {self.target}, outside the submission"
-        if self.kind == "resolve":
-            return f"tried to resolve host {self.target} (no network)"
-        return f"tried to {self.kind} to {self.target} (no network)"
 
 
 @dataclass(frozen=True)
@@ -136,10 +111,22 @@ def make_box(submission: Path, root: Path) -> Box:
     so a link to /etc/passwd stays a link the sandbox then refuses)."""
     box = Box(root)
     shutil.copytree(submission, box.sub, symlinks=True, ignore=COPY_IGNORE)
-    for d in ("home", "tmp", "site", "grade"):
-        (root / d).mkdir()
-    shutil.copyfile(_HERE / "_audit_site.py", root / "site" / "sitecustomize.py")
+    _furnish(box)
     return box
+
+
+def empty_box(root: Path) -> Box:
+    """A new box at `root` with an empty `sub/`, for the caller to fill."""
+    box = Box(root)
+    box.sub.mkdir(parents=True)
+    _furnish(box)
+    return box
+
+
+def _furnish(box: Box) -> None:
+    for d in ("home", "tmp", "site", "grade"):
+        (box.root / d).mkdir()
+    shutil.copyfile(_HERE / "_audit_site.py", box.root / "site" / "sitecustomize.py")
 
 
 @dataclass(frozen=True)
@@ -196,16 +183,17 @@ def readonly_roots(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*RO_SYSTEM, *sorted(prefixes), *extra]))
 
 
-def run(cmd: list[str], box: Box, out: Path, *, timeout: float, env: dict[str, str] | None = None,
-        readonly: tuple[str, ...] = ()) -> RunResult:
-    """Run `cmd` (cmd[0] an absolute path) in `box.sub` under every available protection.
-    `out` is a directory outside the box for stdout, stderr and the protection report."""
-    out.mkdir(parents=True, exist_ok=True)
+def launcher(box: Box, report: int, *, env: dict[str, str] | None = None, readonly: tuple[str, ...] = (),
+             config: dict[str, Any] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The argv prefix (unshare, then `_confine.py` with its config) that runs a command in
+    `box` under every available protection, and the command's environment (built from
+    nothing: no grader variables). `report` is an fd open on a file outside the box for the
+    protection report; `config` adds to the launcher's (limits, cgroups, `require`)."""
     prot = probe()
     ro, rw = readonly_roots(readonly), (str(box.root), *RW_SYSTEM)
-    report = os.open(out / "report.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    config = {"ro": list(ro), "rw": list(rw), "deny_net": True, "max_file_bytes": MAX_FILE_BYTES,
-              "report_fd": report, "landlock": prot.landlock_abi > 0}
+    full = {"ro": list(ro), "rw": list(rw), "deny_net": True, "deny_connect": True,
+            "max_file_bytes": MAX_FILE_BYTES, "report_fd": report, "landlock": prot.landlock_abi > 0,
+            **(config or {})}
     child_env = {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(box.root / "home"), "TMPDIR": str(box.tmp), "USER": "student", "LOGNAME": "student",
@@ -214,8 +202,19 @@ def run(cmd: list[str], box: Box, out: Path, *, timeout: float, env: dict[str, s
         "AGENTOS_SANDBOX_ALLOWED": os.pathsep.join((*ro, *rw)),
         **(env or {}),
     }
-    confine = [sys.executable, "-I", "-S", str(_HERE / "_confine.py"), json.dumps(config), "--"]
-    argv = [*prot.unshare, *confine, *cmd]
+    confine = [sys.executable, "-I", "-S", str(_HERE / "_confine.py"), json.dumps(full), "--"]
+    return [*prot.unshare, *confine], child_env
+
+
+def run(cmd: list[str], box: Box, out: Path, *, timeout: float, env: dict[str, str] | None = None,
+        readonly: tuple[str, ...] = ()) -> RunResult:
+    """Run `cmd` (cmd[0] an absolute path) in `box.sub` under every available protection.
+    `out` is a directory outside the box for stdout, stderr and the protection report."""
+    out.mkdir(parents=True, exist_ok=True)
+    prot = probe()
+    report = os.open(out / "report.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    prefix, child_env = launcher(box, report, env=env, readonly=readonly)
+    argv = [*prefix, *cmd]
     start = time.monotonic()
     with (out / "stdout").open("wb") as so, (out / "stderr").open("wb") as se:
         proc = subprocess.Popen(argv, cwd=box.sub, env=child_env, stdin=subprocess.DEVNULL, stdout=so,
@@ -229,7 +228,7 @@ def run(cmd: list[str], box: Box, out: Path, *, timeout: float, env: dict[str, s
         _kill_group(proc.pid)
         code = proc.wait()
     seconds = time.monotonic() - start
-    layers, attempts = _read_report(out / "report.jsonl", prot)
+    layers, attempts = read_report(out / "report.jsonl", prot)
     sig = None
     if not timed_out and (code < 0 or 128 < code <= 128 + 64):
         sig = _signal_name(-code if code < 0 else code - 128)
@@ -254,38 +253,3 @@ def _tail(path: Path) -> str:
     with path.open("rb") as f:
         f.seek(max(0, path.stat().st_size - TAIL_BYTES))
         return f.read().decode("utf-8", "replace")
-
-
-def _read_report(path: Path, prot: Protections) -> tuple[tuple[Layer, ...], tuple[Attempt, ...]]:
-    """Layers count only before the launcher's `launched` line: it writes them before any
-    student code runs, so a forged 'ok' line written later by the student is ignored."""
-    layers: list[Layer] = []
-    if prot.unshare:
-        layers.append(Layer(LAYER_UNSHARE, True, "network and pid namespaces (no interface; all "
-                                                 "processes die with the run)"))
-    else:
-        layers.append(Layer(LAYER_UNSHARE, False, prot.missing[0]))
-    attempts: list[Attempt] = []
-    launched = False
-    with path.open("rb") as f:
-        data = f.read(1 << 20)
-    for line in data.splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(item, dict):
-            continue
-        if item.get("launched") is True:
-            launched = True
-        elif "layer" in item and not launched and isinstance(item["layer"], dict):
-            d = item["layer"]
-            layers.append(Layer(str(d.get("name")), bool(d.get("ok")), str(d.get("what"))))
-        elif isinstance(item.get("attempt"), dict):
-            a = item["attempt"]
-            attempt = Attempt(str(a.get("kind")), str(a.get("target")))
-            if attempt not in attempts:
-                attempts.append(attempt)
-    if not launched:
-        layers.append(Layer("launcher", False, "the confinement launcher did not start the command"))
-    return tuple(layers), tuple(attempts)

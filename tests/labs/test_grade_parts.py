@@ -217,6 +217,26 @@ def test_sandbox_denies_and_names_reads_and_writes_outside(tmp_path: Path) -> No
     assert {x.name for x in run.layers if x.ok} >= {"namespaces", "landlock", "limits"}
 
 
+def test_sandbox_denies_a_unix_socket_outside(tmp_path: Path) -> None:
+    """Landlock does not cover connect() to a socket file by path; the seccomp filter does."""
+    import socket
+
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "db.sock"))
+    server.listen()
+    sock = str(tmp_path / "db.sock")
+    script = ("import socket\ntry:\n"
+              f"    socket.socket(socket.AF_UNIX).connect({sock!r}); print('CONNECTED')\n"
+              "except PermissionError:\n    print('DENIED')\n")
+    run = sandbox.run([sys.executable, "-c", script], _box(tmp_path), tmp_path / "out", timeout=30)
+    assert run.stdout.strip() == "DENIED", run.stderr
+    assert sandbox.Attempt("connect", str(tmp_path / "db.sock")) in run.attempts
+    assert "seccomp" in {x.name for x in run.layers if x.ok}
+    server.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        server.accept()
+
+
 def test_sandbox_timeout_kills_detached_children(tmp_path: Path) -> None:
     marker = f"agentos-grade-test-{os.getpid()}"
     script = ("import subprocess, time\n"
