@@ -165,6 +165,9 @@ def envelope_problem(obj: Any, where: str) -> str | None:
         return f"{where}: {exc}"
     if obj["schema_version"] != "v1":
         return f"{where}: schema_version: is {obj['schema_version']!r}; the envelope is 'v1'"
+    for name in ("id", "session_id", "type", "actor"):  # another runtime's log may hold anything
+        if not isinstance(obj[name], str):
+            return f"{where}: {name}: must be a string, not {type(obj[name]).__name__}"
     if obj["parent_id"] is not None and not isinstance(obj["parent_id"], str):
         return f"{where}: parent_id: must be a string or null"
     if not obj["id"] or not obj["type"]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentos_kernel import Runtime
@@ -241,6 +241,7 @@ ENVELOPE = ("id", "session_id", "ts", "type", "actor", "payload", "schema_versio
 
 
 @settings(max_examples=150, deadline=None)
+@example(edits=[(0, "id", {"a": [1]}), (0, "ts", "")], cut=1)  # found: an id that is a dict
 @given(edits=st.lists(st.tuples(st.integers(0, 25), st.sampled_from((*ENVELOPE, "payload.*")),
                                 st.sampled_from(ODD_VALUES)), min_size=1, max_size=4),
        cut=st.integers(0, 26))
