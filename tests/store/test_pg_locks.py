@@ -218,3 +218,20 @@ def test_a_servers_idle_in_transaction_timeout_does_not_end_a_claim(
         PostgresEventStore(alice_dsn).create("s0001")
     store.append(ev("s0001", 1))
     store.close("s0001")
+
+
+def test_verify_holds_a_sessions_rows_to_its_id(alice_bob: tuple[str, str, str],
+                                                monkeypatch: pytest.MonkeyPatch, cli: Cli) -> None:
+    """Issue 20's `misplaced`, in the database: rows of s0002 holding a log of s0001."""
+    alice_dsn, _, _ = alice_bob
+    store = PostgresEventStore(alice_dsn)
+    store.append(ev("s0001", 1))
+    store.close("s0001")
+    line = next(iter(store.lines("s0001"))).rstrip(b"\n").decode()
+    with psycopg.connect(alice_dsn, autocommit=True) as conn:  # by hand, as a student may
+        conn.execute("INSERT INTO agentos.events (session_id, pos, id, type, ts, line) "
+                     "VALUES ('s0002', 1, 'x', 't', 'ts', %s)", (line,))
+    monkeypatch.setenv("AGENTOS_PG_DSN", alice_dsn)
+    code, out, _ = cli("verify", "postgres:AGENTOS_PG_DSN")
+    assert code == 1 and "s0002:1: misplaced: line 1 belongs to session 's0001'" in out
+    assert "1 of 2 logs verify" in out
