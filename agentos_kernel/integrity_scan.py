@@ -39,7 +39,8 @@ class Scan:
         self.anchor = anchor
         self.folder = folder  # the session id the log's place names, when it names one
         self.blank: Finding | None = None
-        self.respelled: list[int] = []  # lines (of a chained log) that are not canonical bytes
+        self.respelled = 0  # lines that are not canonical bytes (noted for a chained log)
+        self.first_respelled: int | None = None
         self.anchored_at: int | None = None  # events up to the line whose chain is the anchor
         self.events = 0
         self.problem: Finding | None = None
@@ -99,7 +100,8 @@ class Scan:
                                                            "object: readers that keep the first value see "
                                                            "another event than those that keep the last "
                                                            "(as this check does); written by hand")
-            self.respelled.append(n)
+            self.respelled += 1
+            self.first_respelled = self.first_respelled or n
         if self.chained is None:  # the first event decides what the log carries
             self.chained, self.numbered = ev.chain is not None, ev.seq is not None
             self.session_id = ev.session_id
@@ -180,8 +182,8 @@ class Scan:
         if not self.chained and self.events:
             notes.append("no chain to verify: edits cannot be proven (envelope, seq and ids were checked)")
         if self.respelled and self.chained and self.problem is None:
-            notes.append(f"{len(self.respelled)} line(s) hold their values in another spelling than "
-                         f"the canonical bytes our writer writes (first: line {self.respelled[0]}); the "
+            notes.append(f"{self.respelled} line(s) hold their values in another spelling than "
+                         f"the canonical bytes our writer writes (first: line {self.first_respelled}); the "
                          "chain covers the values, so they verify")
         if self.events and self.closed_at is None and self.problem is None:
             notes.append("no session.close: the session is running, was killed, or its last lines "
