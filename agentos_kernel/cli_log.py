@@ -167,7 +167,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def _repair(report: VerifyReport, head: str | None) -> VerifyReport:
     if report.torn is None and not report.unterminated:
         return report  # nothing to set aside
-    broken = report.problem or report.blank
+    broken = report.broken
     if broken is not None:  # evidence: repair never touches it
         print(f"not repaired {report.path}: {broken.kind} at line {broken.line or '-'}; "
               "only a log whose complete lines verify has its torn line set aside", file=sys.stderr)

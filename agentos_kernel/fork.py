@@ -98,7 +98,7 @@ def fork(rt: Runtime, parent: str, at: int, *, session_id: str | None = None,
     if not rt.store.exists(parent):
         return _refused(ErrorCode.UNKNOWN_ID, f"no session {parent!r} in {rt.workspace.sessions}")
     report = verify_session(rt.store, parent)
-    broken = report.problem or report.blank  # a torn final line is only not forked
+    broken = report.broken  # a torn final line is only not forked
     if broken is not None:
         where = f"line {broken.line}: " if broken.line else ""
         return _refused(ErrorCode.CONFIG_INVALID,

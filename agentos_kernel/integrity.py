@@ -3,8 +3,8 @@
 `verify_log` reads a log once, streaming, and checks every line's envelope, its place
 (`seq`, unique `id`) and the hash chain (events.chain_of), and names the first problem by
 kind, seq and line: an altered, removed, reordered, duplicated, forged (unchained) or
-appended event, a key held twice in one object, a log in another session's folder, a bad
-envelope, an empty log. A blank line and a torn final line (a writer killed mid-append)
+appended event, a key held twice in one object, a bad envelope, an empty log. A log in
+another session's folder, a blank line and a torn final line (a writer killed mid-append)
 are reported beside it; `log_repair.repair_torn` sets a torn line aside in
 `.events.jsonl.torn`. What a keyless chain can and cannot prove is in docs/log-format.md.
 The checks of each line are in integrity_scan.py.
@@ -50,21 +50,30 @@ class VerifyReport:
     blank: Finding | None = None
     """The first blank line: it holds no event, so the checks go on past it, but our writer
     never writes one: it is reported beside the problem."""
+    misplaced: Finding | None = None
+    """The log's events name another session than its place (its folder, its rows): a valid
+    log put where another belongs. Reported beside the problem: its lines are checked on."""
+
+    @property
+    def broken(self) -> Finding | None:
+        """The first reason the complete lines do not verify (the problem, a misplaced log, a
+        blank line), else None; a torn final line is not one (`repair_torn` sets it aside)."""
+        return self.problem or self.misplaced or self.blank
 
     @property
     def ok(self) -> bool:
-        """Nothing wrong: no problem, no blank line and no torn line."""
-        return self.problem is None and self.blank is None and self.torn is None
+        """Nothing wrong: no problem, no misplaced log, no blank line and no torn line."""
+        return self.broken is None and self.torn is None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
-        """The problem, the blank line and the torn line, as Findings in line order."""
+        """The problem, a misplaced log, the blank line and the torn line, in line order."""
         torn = None if self.torn is None else Finding(
             "torn-tail", self.torn.line, None,
             f"torn final line ({self.torn.size} bytes, no newline, not JSON): a writer stopped "
             f"mid-append; the complete lines before it load; `agentos verify --repair` moves it "
             f"to {self.path.name}{TORN_SUFFIX}")
-        found = [f for f in (self.problem, self.blank, torn) if f is not None]
+        found = [f for f in (self.problem, self.misplaced, self.blank, torn) if f is not None]
         return tuple(sorted(found, key=lambda f: f.line or 0))
 
     def verdict(self) -> str:
@@ -133,7 +142,7 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
         scan.line(n, obj, raw)
     problem, blank, head = scan.finish(notes)
     return VerifyReport(path, scan.events, bool(scan.chained), head, problem, torn, tuple(notes),
-                        unterminated, blank)
+                        unterminated, blank, scan.misplaced)
 
 
 __all__ = ["TORN_SUFFIX", "Finding", "VerifyReport", "verify_lines", "verify_log", "verify_session"]

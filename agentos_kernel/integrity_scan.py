@@ -39,6 +39,7 @@ class Scan:
         self.anchor = anchor
         self.folder = folder  # the session id the log's place names, when it names one
         self.blank: Finding | None = None
+        self.misplaced: Finding | None = None
         self.respelled = 0  # lines that are not canonical bytes (noted for a chained log)
         self.first_respelled: int | None = None
         self.anchored_at: int | None = None  # events up to the line whose chain is the anchor
@@ -105,10 +106,10 @@ class Scan:
         if self.chained is None:  # the first event decides what the log carries
             self.chained, self.numbered = ev.chain is not None, ev.seq is not None
             self.session_id = ev.session_id
-            if self.folder is not None and ev.session_id != self.folder:
-                return Finding("misplaced", n, ev.seq, f"line {n} belongs to session {ev.session_id!r}, "
-                                                       f"but the log lies in the folder of {self.folder!r}: "
-                                                       "another session's log was copied or moved here")
+            if self.folder is not None and ev.session_id != self.folder:  # reported beside
+                self.misplaced = Finding("misplaced", n, ev.seq, f"line {n} belongs to session "
+                                         f"{ev.session_id!r}, but the log lies in the folder of "
+                                         f"{self.folder!r}: another session's log was copied or moved here")
         if ev.id in self.ids:
             return Finding("duplicated", n, ev.seq, f"line {n} repeats event {ev.id!r}, first written "
                                                     f"at line {self.ids[ev.id]}: a line was copied")

@@ -12,9 +12,9 @@ from .integrity import TORN_SUFFIX, VerifyReport
 def repair_torn(report: VerifyReport) -> Path | None:
     """Set a torn final line aside: append its bytes to `<log>.torn` and cut the log back to
     its complete lines (a complete last line only gets its missing newline). Only a log whose
-    complete lines verify (no blank line among them) is touched: a broken chain is evidence,
-    never repaired. Returns the `.torn` file written, else None."""
-    broken = report.problem or report.blank  # a blank line is an edit too: evidence
+    complete lines verify (no blank line among them, not another session's) is touched: a
+    broken chain is evidence, never repaired. Returns the `.torn` file written, else None."""
+    broken = report.broken  # a blank line, a misplaced log: evidence too
     if broken is not None:
         raise ValueError(f"{report.path}: not repaired: {broken.kind} at line "
                          f"{broken.line}; only a torn final line is set aside")

@@ -135,8 +135,17 @@ def test_a_log_in_another_sessions_folder_is_misplaced(canonical_run: Run, works
     b.mkdir()
     shutil.copy(canonical_run.log_path, b / LOG_NAME)
     report = verify_log(b / LOG_NAME)
-    assert (report.problem.kind, report.problem.line, report.problem.seq) == ("misplaced", 1, 1)
-    assert repr(a) in report.problem.message and "'s0099'" in report.problem.message
+    assert not report.ok and report.problem is None and report.broken is report.misplaced
+    assert (report.misplaced.kind, report.misplaced.line, report.misplaced.seq) == ("misplaced", 1, 1)
+    assert repr(a) in report.misplaced.message and "'s0099'" in report.misplaced.message
+    lines = lines_of(canonical_run)  # reported beside the problem: the lines are checked on
+    put(b / LOG_NAME, [*lines[:K], lines[K].replace(b"Ada", b"Adb", 1), *lines[K + 1:]])
+    both = verify_log(b / LOG_NAME)
+    assert [(f.kind, f.line) for f in both.findings] == [("misplaced", 1), ("altered", 19)]
+    put(b / LOG_NAME, [*lines[:-1], lines[-1][:40]])  # with a torn tail: never repaired
+    with pytest.raises(ValueError, match="not repaired: misplaced at line 1"):
+        repair_torn(verify_log(b / LOG_NAME))
+    shutil.copy(canonical_run.log_path, b / LOG_NAME)
     code, out, _ = cli("--workspace", workspace, "verify", "s0099")
     assert code == 1 and f"{b / LOG_NAME}:1: misplaced: " in out
     code, out, _ = cli("verify", workspace / "sessions")
