@@ -170,8 +170,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def _repair(report: VerifyReport, head: str | None) -> VerifyReport:
     if report.torn is None and not report.unterminated:
         return report  # nothing to set aside
-    if report.problem is not None:  # evidence: repair never touches it
-        print(f"not repaired {report.path}: {report.problem.kind} at line {report.problem.line or '-'}; "
+    broken = report.broken
+    if broken is not None:  # evidence: repair never touches it
+        print(f"not repaired {report.path}: {broken.kind} at line {broken.line or '-'}; "
               "only a log whose complete lines verify has its torn line set aside", file=sys.stderr)
         return report
     aside = repair_torn(report)

@@ -258,11 +258,16 @@ def log_lines(path: Path, on_torn: Callable[[TornTail], None] | None = None
               ) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON) of every complete line, streaming. A torn final line is
     handed to `on_torn` (default: a TornTailWarning) and not yielded; a line that is not JSON
-    anywhere else is corruption: LogError naming the line."""
+    anywhere else is corruption: LogError naming the line. Blank lines are passed over, and a
+    key held twice in one object is read last-wins (orjson's way): both are for `agentos
+    verify` (integrity.verify_log) to report, which `agentos replay/events` run first."""
     with Path(path).open("rb") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
-                continue
+                if not line.endswith(b"\n"):  # whitespace as the last segment: not JSON, torn
+                    report_torn(TornTail(Path(path), n, f.tell() - len(line), len(line)), on_torn)
+                    return
+                continue  # a blank line holds no event (`agentos verify` reports it)
             try:
                 obj = orjson.loads(line)
             except orjson.JSONDecodeError as exc:

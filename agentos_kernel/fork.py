@@ -98,11 +98,12 @@ def fork(rt: Runtime, parent: str, at: int, *, session_id: str | None = None,
     if not rt.store.exists(parent):
         return _refused(ErrorCode.UNKNOWN_ID, f"no session {parent!r} in {rt.workspace.sessions}")
     report = verify_session(rt.store, parent)
-    if report.problem is not None:
-        where = f"line {report.problem.line}: " if report.problem.line else ""
+    broken = report.broken  # a torn final line is only not forked
+    if broken is not None:
+        where = f"line {broken.line}: " if broken.line else ""
         return _refused(ErrorCode.CONFIG_INVALID,
-                        f"{parent} does not verify ({where}{report.problem.kind}: "
-                        f"{report.problem.message}); a fork copies its events as true, so it is "
+                        f"{parent} does not verify ({where}{broken.kind}: "
+                        f"{broken.message}); a fork copies its events as true, so it is "
                         f"refused (details: agentos verify {parent})")
     with warnings.catch_warnings():  # a torn final line is not forked; verify reported it
         warnings.simplefilter("ignore", TornTailWarning)

@@ -3,13 +3,16 @@
 `verify_log` reads a log once, streaming, and checks every line's envelope, its place
 (`seq`, unique `id`) and the hash chain (events.chain_of), and names the first problem by
 kind, seq and line: an altered, removed, reordered, duplicated, forged (unchained) or
-appended event, a bad envelope, an empty log. A torn final line (a writer killed
-mid-append) is reported beside it; `log_repair.repair_torn` sets it aside in
+appended event, a key held twice in one object, a bad envelope, an empty log. A log in
+another session's folder, a blank line and a torn final line (a writer killed mid-append)
+are reported beside it; `log_repair.repair_torn` sets a torn line aside in
 `.events.jsonl.torn`. What a keyless chain can and cannot prove is in docs/log-format.md.
+The checks of each line are in integrity_scan.py.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,24 +20,10 @@ from typing import Any
 
 import orjson
 
-from .events import Event, LogError, TornTail, chain_of
+from .events import LOG_NAME, TornTail
+from .integrity_scan import Finding, Scan
 
 TORN_SUFFIX = ".torn"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing wrong with a log."""
-
-    kind: str
-    """altered | removed | reordered | duplicated | forged | appended | head-missing |
-    bad-envelope | empty-log | torn-tail."""
-    line: int | None
-    """File line (1-based) where it shows, when there is one."""
-    seq: int | None
-    """The event's seq (for `removed`, the first missing seq), when known."""
-    message: str
-    """What was found and what it means, in one sentence."""
 
 
 @dataclass(frozen=True)
@@ -58,21 +47,34 @@ class VerifyReport:
     """What is worth knowing but is not a problem (no chain to verify, no final newline)."""
     unterminated: bool = False
     """The last line is a complete event without its newline (`repair_torn` adds it)."""
+    blank: Finding | None = None
+    """The first blank line: it holds no event, so the checks go on past it, but our writer
+    never writes one: it is reported beside the problem."""
+    misplaced: Finding | None = None
+    """The log's events name another session than its place (its folder, its rows): a valid
+    log put where another belongs. Reported beside the problem: its lines are checked on."""
+
+    @property
+    def broken(self) -> Finding | None:
+        """The first reason the complete lines do not verify (the problem, a misplaced log, a
+        blank line), else None; a torn final line is not one (`repair_torn` sets it aside)."""
+        return self.problem or self.misplaced or self.blank
 
     @property
     def ok(self) -> bool:
-        """Nothing wrong: no problem and no torn line."""
-        return self.problem is None and self.torn is None
+        """Nothing wrong: no problem, no misplaced log, no blank line and no torn line."""
+        return self.broken is None and self.torn is None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
-        """The problem, then the torn line, as Findings."""
+        """The problem, a misplaced log, the blank line and the torn line, in line order."""
         torn = None if self.torn is None else Finding(
             "torn-tail", self.torn.line, None,
             f"torn final line ({self.torn.size} bytes, no newline, not JSON): a writer stopped "
             f"mid-append; the complete lines before it load; `agentos verify --repair` moves it "
             f"to {self.path.name}{TORN_SUFFIX}")
-        return tuple(f for f in (self.problem, torn) if f is not None)
+        found = [f for f in (self.problem, self.misplaced, self.blank, torn) if f is not None]
+        return tuple(sorted(found, key=lambda f: f.line or 0))
 
     def verdict(self) -> str:
         """One line per finding (`path:line: kind: message`), or one `ok` line."""
@@ -89,169 +91,28 @@ class VerifyReport:
                 "notes": list(self.notes)}
 
 
-class _Scan:
-    """The state of one pass over a log: the first problem, and what it needs to name it."""
-
-    def __init__(self, path: Path, anchor: str | None) -> None:
-        self.path = path
-        self.anchor = anchor
-        self.anchored_at: int | None = None  # events up to the line whose chain is the anchor
-        self.events = 0
-        self.problem: Finding | None = None
-        self.chained: bool | None = None  # decided by the first event
-        self.numbered: bool | None = None
-        self.session_id: str | None = None
-        self.prev_chain: str | None = None
-        self.prev_seq = 0
-        self.ids: dict[str, int] = {}  # id -> line
-        self.seqs: dict[int, int] = {}  # seq -> line
-        self.closed_at: int | None = None
-        self.gap: tuple[int, int, int] | None = None  # (line, first missing seq, seq found)
-
-    def line(self, n: int, obj: Any) -> None:
-        self.events += 1
-        if self.problem is not None:
-            self._after_problem(n, obj)
-            return
-        try:
-            ev = Event.from_dict(obj, where=f"line {n}")
-        except LogError as exc:
-            self.problem = Finding("bad-envelope", n, _seq(obj), f"{exc}; the envelope is in "
-                                   "docs/log-format.md")
-            return
-        self.problem = self._check(n, ev)
-        if self.problem is not None:
-            return
-        self.ids[ev.id] = n
-        if ev.seq is not None:
-            self.seqs[ev.seq] = n
-        self.prev_chain, self.prev_seq = ev.chain, ev.seq or 0
-        if ev.chain is not None and ev.chain == self.anchor:
-            self.anchored_at = self.events
-        if ev.type == "session.close" and self.closed_at is None:
-            self.closed_at = n
-
-    def _check(self, n: int, ev: Event) -> Finding | None:
-        if not isinstance(ev.id, str) or not isinstance(ev.session_id, str):
-            return Finding("bad-envelope", n, _seq(ev.to_dict()), f"line {n}: id and session_id must "
-                                                                   "be strings")
-        if self.chained is None:  # the first event decides what the log carries
-            self.chained, self.numbered = ev.chain is not None, ev.seq is not None
-            self.session_id = ev.session_id
-        if ev.id in self.ids:
-            return Finding("duplicated", n, ev.seq, f"line {n} repeats event {ev.id!r}, first written "
-                                                    f"at line {self.ids[ev.id]}: a line was copied")
-        if self.numbered:
-            found = self._seq(n, ev)
-            if found is not None:
-                return found
-        if self.chained and ev.chain is None:
-            return Finding("forged", n, ev.seq, f"line {n} ({ev.type}) has no chain while the log is "
-                                                "chained: it was added by hand")
-        if self.chained and chain_of(self.prev_chain, ev) != ev.chain:
-            return Finding("altered", n, ev.seq, f"line {n} ({ev.type}) does not hash to its recorded "
-                                                 "chain: it was edited after it was written (or the line "
-                                                 "before it was, and that line's chain recomputed)")
-        if not self.chained and ev.chain is not None:
-            return Finding("bad-envelope", n, ev.seq, f"line {n} has a chain but the first line has "
-                                                      "none: a log is chained on every line or on none")
-        if ev.session_id != self.session_id:
-            return Finding("bad-envelope", n, ev.seq, f"line {n} belongs to session {ev.session_id!r}, "
-                                                      f"the log to {self.session_id!r}: one log, one session")
-        if self.closed_at is not None and ev.type != "event.amended":
-            return Finding("appended", n, ev.seq, f"line {n} ({ev.type}) follows session.close at line "
-                                                  f"{self.closed_at}: only event.amended may; it was "
-                                                  "appended after the session closed")
-        return None
-
-    def _seq(self, n: int, ev: Event) -> Finding | None:
-        seq, want = ev.seq, self.prev_seq + 1
-        if not isinstance(seq, int) or isinstance(seq, bool):
-            return Finding("bad-envelope", n, None, f"line {n} has no integer seq while the log is "
-                                                    "numbered: every line carries one, 1..N")
-        if seq in self.seqs:
-            return Finding("duplicated", n, seq, f"line {n} repeats seq {seq} of line {self.seqs[seq]}: "
-                                                 "a line was copied")
-        if seq < want:
-            return Finding("reordered", n, seq, f"line {n} holds seq {seq} after seq {self.prev_seq}: "
-                                                "lines were moved")
-        if seq > want:
-            self.gap = (n, want, seq)
-            return Finding("removed", n, want, _missing(n, want, seq))
-        return None
-
-    def _after_problem(self, n: int, obj: Any) -> None:
-        """A gap whose missing seq turns up later was a swap, not a removal."""
-        if self.gap is None or self.problem is None or self.problem.kind != "removed":
-            return
-        line, want, found = self.gap
-        seq = _seq(obj)
-        if isinstance(seq, int) and want <= seq < found:
-            self.problem = Finding("reordered", line, found,
-                                   f"line {line} holds seq {found} before seq {seq} (line {n}): "
-                                   "lines were swapped or moved")
-
-    def report(self, torn: TornTail | None, notes: list[str], unterminated: bool) -> VerifyReport:
-        problem = self.problem
-        if problem is None and self.events == 0:
-            problem = Finding("empty-log", None, None, "the log holds no complete event: nothing to replay "
-                                                       "(a session that never started, or a wiped log)")
-        if problem is None and self.anchor is not None:
-            problem = self._anchor(self.anchor)
-        if not self.chained and self.events:
-            notes.append("no chain to verify: edits cannot be proven (envelope, seq and ids were checked)")
-        if self.events and self.closed_at is None and self.problem is None:
-            notes.append("no session.close: the session is running, was killed, or its last lines "
-                         "were cut (the chain alone cannot tell; an expected head can)")
-        head = self.prev_chain if self.problem is None and self.chained else None
-        return VerifyReport(self.path, self.events, bool(self.chained), head, problem, torn,
-                            tuple(notes), unterminated)
-
-    def _anchor(self, expected: str) -> Finding | None:
-        """An anchored head (noted elsewhere) proves what the chain alone cannot."""
-        if not self.chained:
-            return Finding("head-missing", None, None, "an expected head was given but the log has no chain")
-        count = self.anchored_at
-        if count is None:
-            return Finding("head-missing", None, None,
-                           f"the expected head {expected[:12]}… is not the chain of any line: the log "
-                           f"was cut short or its tail rewritten (its head is now {self.prev_chain})")
-        if count < self.events:
-            return Finding("appended", None, count + 1,
-                           f"the log continues past the expected head (event {count}): "
-                           f"{self.events - count} event(s) were appended after it was noted")
-        return None
-
-
-def _seq(obj: Any) -> int | None:
-    seq = obj.get("seq") if isinstance(obj, dict) else None
-    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
-
-
-def _missing(n: int, want: int, found: int) -> str:
-    which = f"seq {want}" if found == want + 1 else f"seqs {want}..{found - 1}"
-    return (f"{which} missing before line {n} (which holds seq {found}): "
-            f"{'an event was' if found == want + 1 else 'events were'} removed")
-
-
 def verify_log(path: Path, expected_head: str | None = None) -> VerifyReport:
     """Check a log line by line; streaming, one pass. `expected_head` (a head noted earlier,
-    e.g. from a previous `agentos verify`) also proves an appended or cut-off tail."""
+    e.g. from a previous `agentos verify`) also proves an appended or cut-off tail. A log
+    named `.events.jsonl` must be the one of the session its folder is named after."""
     path = Path(path)
+    folder = Path(os.path.abspath(path)).parent.name if path.name == LOG_NAME else None
     with path.open("rb") as f:
-        return verify_lines(f, path, expected_head)
+        return verify_lines(f, path, expected_head, folder)
 
 
 def verify_session(store: Any, session_id: str, expected_head: str | None = None) -> VerifyReport:
     """`verify_log` of one session of a store (JSONL or PostgreSQL: anything with `lines` and
-    `path`), over its lines as stored."""
-    return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head)
+    `path`), over its lines as stored; they must be `session_id`'s."""
+    return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head, session_id)
 
 
-def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None = None) -> VerifyReport:
+def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None = None,
+                 session_id: str | None = None) -> VerifyReport:
     """`verify_log` over a log's lines (each with its newline) from anywhere, e.g. a database
-    (pg_store.PostgresEventStore.lines); `path` names the log in the report."""
-    scan = _Scan(path, expected_head)
+    (pg_store.PostgresEventStore.lines); `path` names the log in the report. `session_id`:
+    the session the log is stored as (its folder, its rows), which its events must name."""
+    scan = Scan(path, expected_head, session_id)
     torn: TornTail | None = None
     notes: list[str] = []
     unterminated = False
@@ -259,7 +120,11 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
     for n, raw in enumerate(lines, 1):
         offset += len(raw)
         if not raw.strip():
-            continue
+            if raw.endswith(b"\n"):
+                scan.blank_line(n)
+                continue
+            torn = TornTail(path, n, offset - len(raw), len(raw))  # the last segment, not JSON
+            break
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -274,5 +139,10 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
         if not raw.endswith(b"\n"):
             unterminated = True
             notes.append(f"line {n} is complete but has no final newline (--repair adds it)")
-        scan.line(n, obj)
-    return scan.report(torn, notes, unterminated)
+        scan.line(n, obj, raw)
+    problem, blank, head = scan.finish(notes)
+    return VerifyReport(path, scan.events, bool(scan.chained), head, problem, torn, tuple(notes),
+                        unterminated, blank, scan.misplaced)
+
+
+__all__ = ["TORN_SUFFIX", "Finding", "VerifyReport", "verify_lines", "verify_log", "verify_session"]

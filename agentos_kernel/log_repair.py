@@ -12,11 +12,12 @@ from .integrity import TORN_SUFFIX, VerifyReport
 def repair_torn(report: VerifyReport) -> Path | None:
     """Set a torn final line aside: append its bytes to `<log>.torn` and cut the log back to
     its complete lines (a complete last line only gets its missing newline). Only a log whose
-    complete lines verify is touched: a broken chain is evidence, never repaired. Returns the
-    `.torn` file written, else None."""
-    if report.problem is not None:
-        raise ValueError(f"{report.path}: not repaired: {report.problem.kind} at line "
-                         f"{report.problem.line}; only a torn final line is set aside")
+    complete lines verify (no blank line among them, not another session's) is touched: a
+    broken chain is evidence, never repaired. Returns the `.torn` file written, else None."""
+    broken = report.broken  # a blank line, a misplaced log: evidence too
+    if broken is not None:
+        raise ValueError(f"{report.path}: not repaired: {broken.kind} at line "
+                         f"{broken.line}; only a torn final line is set aside")
     if report.torn is None:
         if report.unterminated:
             with report.path.open("ab") as f:

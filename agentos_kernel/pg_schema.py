@@ -10,9 +10,13 @@ What the database itself enforces, whoever connects (docs/class-server.md):
   the hash chain and an anchored head still expose).
 - Per-session order: a row's `pos` must be the session's next position (1, 2, 3 …; a trigger
   and the primary key (owner, session_id, pos)), so two writers can never interleave a log.
+- One writer per session (version 2): a claim locks the session's row in agentos.sessions,
+  which only its owner may lock (pg_lock.py); no role can block another's session.
 
-Each migration runs once, in one transaction, under an advisory lock (two concurrent
-`migrate`s wait for each other), and is recorded in `agentos.schema_version`.
+Each migration runs once, in one transaction, and is recorded in `agentos.schema_version`.
+Two concurrent `migrate`s wait for each other: on a database that has the schema, through an
+EXCLUSIVE lock on agentos.schema_version (which a student, holding SELECT on it only, cannot
+take nor block); on a new one, through an advisory lock (no student role exists yet).
 """
 
 from __future__ import annotations
@@ -101,8 +105,51 @@ class Migration:
     """The statements, run in one transaction."""
 
 
+# Claims were session-level advisory locks keyed by a hash of the owner and id: any role may
+# take any advisory key, so a student could block another's session. A row lock obeys RLS.
+_V2 = r"""
+CREATE OR REPLACE FUNCTION agentos.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '%.% is append-only: % refused for every role', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
+    USING HINT = 'correct an event by appending event.amended (agentos amend)';
+END $$;
+
+CREATE TABLE agentos.sessions (
+  owner      text NOT NULL DEFAULT current_user,
+  session_id text NOT NULL
+             CHECK (session_id ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' AND strpos(session_id, '..') = 0),
+  created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (owner, session_id)
+);
+COMMENT ON TABLE agentos.sessions IS
+  'One row per (owner, session id). A writer claims a session by locking its row '
+  '(SELECT ... FOR UPDATE NOWAIT) for as long as it writes; only the owner may lock it.';
+CREATE TRIGGER sessions_append_only BEFORE UPDATE OR DELETE ON agentos.sessions
+  FOR EACH ROW EXECUTE FUNCTION agentos.refuse_change();
+CREATE TRIGGER sessions_no_truncate BEFORE TRUNCATE ON agentos.sessions
+  FOR EACH STATEMENT EXECUTE FUNCTION agentos.refuse_change();
+
+ALTER TABLE agentos.sessions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE agentos.sessions FORCE ROW LEVEL SECURITY;
+CREATE POLICY sessions_read ON agentos.sessions FOR SELECT
+  USING (owner = current_user OR (SELECT pg_has_role(current_user, 'agentos_instructor', 'MEMBER')));
+CREATE POLICY sessions_new ON agentos.sessions FOR INSERT WITH CHECK (owner = current_user);
+-- FOR UPDATE locks the rows that the SELECT and UPDATE policies both let through: one's own.
+-- WITH CHECK (false): the row is only ever locked, never updated.
+CREATE POLICY sessions_lock ON agentos.sessions FOR UPDATE
+  USING (owner = current_user) WITH CHECK (false);
+
+REVOKE ALL ON agentos.sessions FROM PUBLIC;
+GRANT SELECT, INSERT ON agentos.sessions TO agentos_student, agentos_instructor;
+-- FOR UPDATE needs UPDATE on one column. Not on the table: that would allow LOCK TABLE ...
+-- EXCLUSIVE, and one student could block every claim of the class.
+GRANT UPDATE (session_id) ON agentos.sessions TO agentos_student, agentos_instructor;
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "events table, student/instructor roles, row-level security, append-only triggers", _V1),
+    Migration(2, "sessions table: a claim is a row lock only its owner may take", _V2),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -124,8 +171,10 @@ def migrate(dsn: str) -> list[Migration]:
 
     applied: list[Migration] = []
     with connect(dsn) as conn, conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+        if conn.execute("SELECT to_regclass('agentos.schema_version')").fetchone()[0] is None:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))  # a new database
         conn.execute(_BOOTSTRAP)
+        conn.execute("LOCK TABLE agentos.schema_version IN EXCLUSIVE MODE")
         done = {row[0] for row in conn.execute("SELECT version FROM agentos.schema_version")}
         for m in MIGRATIONS:
             if m.version in done:

@@ -6,11 +6,12 @@ covers), never a jsonb re-encoding, so a log read back is byte-identical to the 
 JSONL store would have written; `id`, `type`, `ts` are copied into columns to query by.
 
 Policies:
-- One writer per session: claiming a session (`create`, `reopen`, the first `append`) takes
-  a session-level advisory lock keyed by (role, session id) on a connection this store keeps
-  for its claims, held until `close`. The server drops it when that connection ends (a killed
-  kernel never leaves a session locked). In the database, the primary key
-  (owner, session_id, pos) and the in-order trigger refuse any interleaved write anyway.
+- One writer per session: claiming a session (`create`, `reopen`, the first `append`) locks
+  the session's row in agentos.sessions, which only its owner may lock (pg_lock.py), in a
+  transaction on a connection of the claim's own, held until `close`. The server drops it
+  when that connection ends (a killed kernel never leaves a session locked). In the database,
+  the primary key (owner, session_id, pos) and the in-order trigger refuse any interleaved
+  write anyway.
 - One connection pool per process and DSN (`pool_max` connections); one transaction per
   append (each event is committed before `append` returns: nothing is batched). Commits
   are synchronous, so a committed event survives a crash of the server, except with the
@@ -32,10 +33,11 @@ import orjson
 
 from .durability import Durability
 from .events import Event, canonical, check_session_id, line_event
+from .pg_lock import APP as _APP
+from .pg_lock import SessionClaim
 from .sessionlock import SessionExists, SessionLocked
 
 EXTRA_HINT = 'pip install "agentos-kernel[postgres]" (psycopg 3 and psycopg-pool)'
-_APP = "agentos-kernel pid"
 _PAGE = 500  # rows per read query: reads stream in pages, holding no connection between them
 _pools: dict[tuple[str, int, bool], Any] = {}
 _pools_lock = threading.Lock()
@@ -87,10 +89,6 @@ def close_pools() -> None:
         pool.close()
 
 
-def _lock_key(owner: str, session_id: str) -> str:
-    return f"agentos-session:{owner}/{session_id}"
-
-
 class PostgresEventStore:
     """The sessions of one role (or, read-only, of `owner`) in the database at `dsn`."""
 
@@ -103,8 +101,7 @@ class PostgresEventStore:
         """How messages name this store, e.g. `postgres:AGENTOS_PG_DSN` (never the DSN)."""
         self._owner = owner
         self._me: str | None = None
-        self._claims: dict[str, int] = {}  # claimed session -> its next pos
-        self._lock_conn: Any = None
+        self._claims: dict[str, SessionClaim] = {}  # claimed session -> its claim (next pos)
         self._mutex = threading.Lock()
 
     # -- who ---------------------------------------------------------------------------
@@ -135,7 +132,7 @@ class PostgresEventStore:
     def reopen(self, session_id: str) -> None:
         self._claim(session_id, new=False)
 
-    def _claim(self, session_id: str, new: bool | None) -> int:
+    def _claim(self, session_id: str, new: bool | None) -> SessionClaim:
         _checked(session_id)
         if self.owner != self.me:
             raise PermissionError(f"{self.name}: the sessions of {self.owner!r} are read-only to "
@@ -143,57 +140,29 @@ class PostgresEventStore:
         with self._mutex:
             if session_id in self._claims:  # this store writes it already: a second writer here
                 raise SessionLocked(session_id, os.getpid(), self.path(session_id))
-            if self._lock_conn is None or self._lock_conn.closed:
-                self._lock_conn = connect(self.dsn)
-            key = _lock_key(self.me, session_id)
-            got = self._lock_conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
-                                          (key,)).fetchone()[0]
-            if not got:
-                raise SessionLocked(session_id, self._holder(key), self.path(session_id))
+            claim = SessionClaim.take(self._claim_connection, session_id, self.path(session_id))
             try:
-                last = self._lock_conn.execute(
-                    "SELECT coalesce(max(pos), 0) FROM agentos.events WHERE owner = %s AND session_id = %s",
-                    (self.me, session_id)).fetchone()[0]
-                if new is not None and bool(last) == new:
+                if new is not None and (claim.next_pos > 1) == new:
                     if new:
                         raise SessionExists(f"session {session_id!r} already exists "
                                             f"({self.path(session_id)})")
                     raise KeyError(f"no session {session_id!r} in {self.name} (role {self.me})")
             except BaseException:
-                self._unlock(key)
+                claim.release()
                 raise
-            self._claims[session_id] = last + 1
-            return last + 1
+            self._claims[session_id] = claim
+            return claim
 
-    def _holder(self, key: str) -> int | None:
-        """The OS pid of the process holding the lock (from its connection's application_name),
-        when the server lets this role see it."""
-        row = self._lock_conn.execute(
-            "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
-            "AND l.classid = ((hashtextextended(%s, 0) >> 32) & 4294967295)::bigint::text::oid "
-            "AND l.objid = (hashtextextended(%s, 0) & 4294967295)::bigint::text::oid "
-            "AND l.pid <> pg_backend_pid() LIMIT 1", (key, key)).fetchone()
-        text = (row[0] or "") if row else ""
-        tail = text.removeprefix(_APP).strip()
-        return int(tail) if text.startswith(_APP) and tail.isdigit() else None
-
-    def _unlock(self, key: str) -> None:
-        self._lock_conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+    def _claim_connection(self) -> Any:
+        # The claim's transaction is idle between appends by design: a server-wide
+        # idle_in_transaction_session_timeout must not end it (and the claim with it).
+        return connect(self.dsn, options="-c idle_in_transaction_session_timeout=0")
 
     def close(self, session_id: str) -> None:
         with self._mutex:
-            if self._claims.pop(session_id, None) is None:
-                return
-            if self._lock_conn is None or self._lock_conn.closed:
-                return  # its lock went with the connection
-            try:
-                self._unlock(_lock_key(self.me, session_id))
-            except _psycopg().Error:  # the connection broke: the server dropped its locks with it
-                self._lock_conn.close()
-            if not self._claims or self._lock_conn.closed:  # nothing held: give the connection back
-                self._lock_conn.close()
-                self._lock_conn = None
+            claim = self._claims.pop(session_id, None)
+        if claim is not None:
+            claim.release()
 
     # -- writing -----------------------------------------------------------------------
     def append(self, event: Event, line: bytes | None = None) -> None:
@@ -208,11 +177,12 @@ class PostgresEventStore:
         self._insert(session_id, ev.id, ev.type, ev.ts, line.removesuffix(b"\n").decode())
 
     def _insert(self, session_id: str, eid: str, type_: str, ts: str, line: str) -> None:
-        pos = self._claims.get(session_id) or self._claim(session_id, None)
+        claim = self._claims.get(session_id) or self._claim(session_id, None)
+        pos = claim.next_pos
         with self._pool().connection() as conn:  # autocommit: the INSERT is its own transaction
             conn.execute("INSERT INTO agentos.events (session_id, pos, id, type, ts, line) "
                          "VALUES (%s, %s, %s, %s, %s, %s)", (session_id, pos, eid, type_, ts, line))
-        self._claims[session_id] = pos + 1
+        claim.next_pos = pos + 1
 
     # -- reading -----------------------------------------------------------------------
     def lines(self, session_id: str) -> Iterator[bytes]:

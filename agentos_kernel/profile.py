@@ -31,6 +31,8 @@ class EventStoreConfig:
     """With postgres: the environment variable holding the connection string."""
     pool_max: int = 4
     """With postgres: most connections one process opens."""
+    sessions_may_link_out: bool = False
+    """With jsonl: sessions/ may be a symbolic link leading out of the workspace."""
 
 
 @dataclass(frozen=True)

@@ -220,7 +220,8 @@ def fold_path(path: Path, fold: _Fold, at: int | None = None,
     is parsed and checked for the event fields the fold reads; an event of a type the fold
     does not read (not in FOLDED_TYPES nor workflow.*) is only counted. Without `parse_all`,
     such a line is counted from its bytes when it is canonical (its type is its last field)
-    and not parsed at all; the first and the last event are always parsed."""
+    and not parsed at all; the first and the last event are always parsed. Blank lines and keys
+    held twice (read last-wins) are for `agentos verify` to report, as in events.log_lines."""
     import orjson  # here, not at the top: `import agentos_kernel` imports this module
 
     from .events import LogError, TornTail, report_torn
@@ -231,6 +232,9 @@ def fold_path(path: Path, fold: _Fold, at: int | None = None,
         n = 0
         for lineno, line in enumerate(f, 1):
             if line[0] != 0x7B and not line.strip():  # canonical lines start with "{"
+                if not line.endswith(b"\n") and n < limit:  # whitespace as the last segment: torn
+                    report_torn(TornTail(Path(path), lineno, f.tell() - len(line), len(line)), on_torn)
+                    break
                 continue
             if n >= limit:
                 break

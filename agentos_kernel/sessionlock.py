@@ -61,12 +61,13 @@ class SessionLock:
         SessionLinked when it is a symbolic link."""
         directory = Path(directory)
         while True:  # retried only when a releasing holder removed the directory under us
-            with contextlib.suppress(FileExistsError):
-                try:
-                    os.mkdir(directory)
-                except FileNotFoundError:  # no sessions/ yet
-                    directory.parent.mkdir(parents=True, exist_ok=True)
-                    continue
+            try:
+                os.mkdir(directory)
+            except FileExistsError:
+                pass
+            except FileNotFoundError:  # no sessions/ yet (one that is a dangling link raises here)
+                directory.parent.mkdir(parents=True, exist_ok=True)
+                continue
             try:
                 fd = os.open(directory, _OPEN)
             except FileNotFoundError:  # a release removed it between our mkdir and open

@@ -36,13 +36,17 @@ def dsn_from_env(env: str, where: str, field: str) -> str:
     return dsn
 
 
-def open_store(profile: RuntimeProfile, sessions: Path, where: str = "agentos.yaml") -> EventStore:
+def open_store(profile: RuntimeProfile, sessions: Path, where: str = "agentos.yaml",
+               workspace: Path | None = None) -> EventStore:
     """The store of `profile`'s sessions: JSONL under `sessions`, or PostgreSQL at the DSN in
     `event_store.dsn_env` (ContractError naming `where`, the profile and the variable when it
-    is unset)."""
+    is unset). A JSONL store is confined to `workspace` (default: the folder holding
+    `sessions`): ContractError when `sessions` is a link leading out of it, unless the
+    profile allows it (`sessions_may_link_out`; then sessions lie in where it leads)."""
     cfg = profile.event_store
     if cfg.kind == "jsonl":
-        return JsonlEventStore(sessions, profile.durability)
+        confine = Path(sessions) if cfg.sessions_may_link_out else Path(workspace or Path(sessions).parent)
+        return JsonlEventStore(sessions, profile.durability, confine=confine)
     field = f"profiles.{profile.name}.event_store.dsn_env"
     if not cfg.dsn_env:
         raise ContractError([Problem(where, field, "a postgres event store needs dsn_env")])

@@ -1,6 +1,6 @@
 """Class-scale benchmarks for issue 12 (run by hand, never in the test suite).
 
-    python bench/bench_scale.py [--quick] [--only widgets,agent,import,sessions,l8,figures,replay]
+    python bench/bench_scale.py [--quick] [--only widgets,agent,import,sessions,l8,figures,replay,verify]
 
 Prints Markdown rows for bench/RESULTS.md, each with the goal beside it. Every figure is a
 median of interleaved runs in one process (the machine's 2 cores are shared), except the
@@ -22,6 +22,8 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
   orjson fold of the same lines (parse each line, read its payload), interleaved.
 - sessions: a new session (counter found afresh, as a new Runtime does) in workspaces of
   0, 1k and 10k sessions.
+- verify: `verify_log` (`agentos verify`: every line's envelope, place and chain) on a log
+  of N events: throughput, and against the same orjson fold as replay's, interleaved.
 """
 
 from __future__ import annotations
@@ -140,6 +142,32 @@ def bench_replay(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
             t = statistics.median(times[name])
             rows.append(f"| {name} | {n:,} | {peak_mb(arms[name]):.2f} MB | {n / t / 1e3:.0f}k events/s | "
                         f"{floor / t:.2f}x | flat memory, >= 0.75x |")
+        path.unlink()
+    return rows
+
+
+def bench_verify(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
+    import orjson
+
+    from agentos_kernel.integrity import verify_log
+
+    rows = []
+    for n in sizes:
+        path = write_long_session(tmp / "verify", f"long{n}", n)
+
+        def fold(path: Path = path) -> None:
+            k = 0
+            with path.open("rb") as f:
+                for line in f:
+                    k += len(orjson.loads(line)["payload"])
+
+        times: dict[str, list[float]] = {"fold": [], "verify": []}
+        for _ in range(repeat):
+            times["fold"].append(timed(fold))
+            times["verify"].append(timed(lambda p=path: verify_log(p)))
+        t, floor = statistics.median(times["verify"]), statistics.median(times["fold"])
+        rows.append(f"| verify_log | {n:,} | {t:.2f} s | {n / t / 1e3:.0f}k events/s | {floor / t:.2f}x | "
+                    "not slower |")
         path.unlink()
     return rows
 
@@ -268,6 +296,8 @@ SECTIONS: dict[str, Callable[[Path, argparse.Namespace], list[str]]] = {
                                           5 if a.quick else 3),
     "sessions": lambda tmp, a: bench_sessions(tmp, 20 if a.quick else 100,
                                               (0, 1000) if a.quick else (0, 1000, 10_000)),
+    "verify": lambda tmp, a: bench_verify(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
+                                          5 if a.quick else 3),
 }
 HEADERS = {
     "widgets": "| widget | events | build (median) | peak traced | jump median / max | Next | goal |\n"
@@ -280,6 +310,8 @@ HEADERS = {
     "replay": "| replay | events | peak traced | throughput | vs an orjson fold | goal |\n"
               "|---|---|---|---|---|---|",
     "sessions": "| new session in a workspace of | median | vs empty (goal: 1.0x) |\n|---|---|---|",
+    "verify": "| verify | events | time (median) | throughput | vs an orjson fold | goal |\n"
+              "|---|---|---|---|---|---|",
 }
 
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import orjson
 
-from ..events import LOG_NAME, Event, LogError
+from ..dupkeys import duplicate_key
+from ..events import LOG_NAME, Event, LogError, canonical
 from ..redaction import redact
 from . import audit_checks
 from .audit_model import Entry, Gap
@@ -137,9 +138,17 @@ def read_entries(file: Path | str, lines: Iterable[bytes] | None = None) -> tupl
                                                  "be one event object"))
             continue
         problem = envelope_problem(obj, f"line {n}")
+        try:
+            enc = canonical(obj)
+        except (TypeError, orjson.JSONEncodeError):  # orjson writes 254 levels, reads 1024
+            problem = problem or f"line {n}: nested over 254 levels deep: it has no canonical bytes"
         if problem:
             gaps.append(Gap("envelope", None, n, problem))
             continue
+        if not (len(line) - len(enc) <= 1 and line.startswith(enc)) and (key := duplicate_key(line)):
+            # not our writer's bytes, and ambiguous: audited as orjson reads it (the last value)
+            gaps.append(Gap("envelope", None, n, f"line {n}: holds the key {key} twice in one object: "
+                                                 "readers that keep the first value read another event"))
         entries.append(Entry(n, len(entries) + 1, obj))
     if not entries and not gaps:
         gaps.append(Gap("envelope", None, None, f"{file} holds no event; a session log starts "
