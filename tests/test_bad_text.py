@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -256,12 +257,24 @@ def test_over_stdio_the_sdk_drops_a_line_holding_a_lone_surrogate(workspace: Pat
         "protocolVersion": mcp.types.LATEST_PROTOCOL_VERSION, "capabilities": {},
         "clientInfo": {"name": "t", "version": "1"}}) + line(method="notifications/initialized")
         + echo(2, "hi \ud800") + echo(3, "hi X").replace(b"X", b"\xff") + echo(4, "hi"))
-    proc = subprocess.run([sys.executable, "-m", "agentos_kernel", "mcp", "serve", "--workspace",
-                           str(workspace), "--session", "raw"], input=stdin, capture_output=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert proc.returncode == 0, proc.stderr[-500:]
-    answered = [json.loads(a)["id"] for a in proc.stdout.decode().splitlines()]
-    assert 2 not in answered and answered[:2] == [1, 3]  # (4's answer may race the hang-up)
+    proc = subprocess.Popen([sys.executable, "-m", "agentos_kernel", "mcp", "serve", "--workspace",
+                             str(workspace), "--session", "raw"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdin is not None and proc.stdout is not None
+    guard = threading.Timer(120, proc.kill)  # a server that never answers ends the read, not CI
+    guard.start()
+    proc.stdin.write(stdin)
+    proc.stdin.flush()
+    answered = []
+    while 4 not in answered:  # hang up only once the last call is answered: no race with it
+        reply = proc.stdout.readline()
+        assert reply, proc.stderr.read()[-500:] if proc.stderr else "the server ended early"
+        answered.append(json.loads(reply)["id"])
+    proc.stdin.close()
+    assert proc.wait(timeout=120) == 0
+    guard.cancel()
+    assert answered == [1, 3, 4]  # 2 (the lone surrogate) is never answered
     events = list(read_log(workspace / "sessions" / "raw" / ".events.jsonl"))
     assert verify_chain(events) is None
     assert [e.payload["args"] for e in events if e.type == "tool.invoke"] == [{"text": "hi \ufffd"},

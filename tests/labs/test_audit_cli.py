@@ -7,6 +7,7 @@ logs (TypeScript/Go style: uuid ids, numeric or RFC 3339 ts, no seq or chain) au
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import shutil
@@ -242,6 +243,7 @@ ENVELOPE = ("id", "session_id", "ts", "type", "actor", "payload", "schema_versio
 
 @settings(max_examples=150, deadline=None)
 @example(edits=[(0, "id", {"a": [1]}), (0, "ts", "")], cut=1)  # found: an id that is a dict
+@example(edits=[(0, "payload", ODD_VALUES[8]), (0, "payload.*", ODD_VALUES[8])], cut=1)  # a cycle
 @given(edits=st.lists(st.tuples(st.integers(0, 25), st.sampled_from((*ENVELOPE, "payload.*")),
                                 st.sampled_from(ODD_VALUES)), min_size=1, max_size=4),
        cut=st.integers(0, 26))
@@ -252,7 +254,9 @@ def test_audit_never_raises_on_bad_content(tmp_path_factory: pytest.TempPathFact
         if n < len(events):
             target = events[n]["payload"] if field == "payload.*" else events[n]
             if isinstance(target, dict):
-                target[next(iter(target), "x") if field == "payload.*" else field] = value
+                # a copy: ODD_VALUES' dicts are shared by every example (and one set into
+                # itself would be a cycle no log line can hold)
+                target[next(iter(target), "x") if field == "payload.*" else field] = copy.deepcopy(value)
     log = tmp_path_factory.mktemp("odd") / "log.jsonl"
     log.write_text("\n".join(json.dumps(e) for e in events), encoding="utf-8")
     report = audit_log(log)
