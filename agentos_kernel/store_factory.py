@@ -36,7 +36,8 @@ def dsn_from_env(env: str, where: str, field: str) -> str:
     return dsn
 
 
-def open_store(profile: RuntimeProfile, sessions: Path, where: str = "agentos.yaml") -> EventStore:
+def open_store(profile: RuntimeProfile, sessions: Path,
+               where: str = "agentos.yaml") -> JsonlEventStore | PostgresEventStore:
     """The store of `profile`'s sessions: JSONL under `sessions`, or PostgreSQL at the DSN in
     `event_store.dsn_env` (ContractError naming `where`, the profile and the variable when it
     is unset)."""
