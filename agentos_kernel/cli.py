@@ -115,6 +115,7 @@ def report_run(rt: Runtime, result: Result[Any], as_json: bool,
     verdict; or the snapshot as JSON): exit code, id."""
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
     if sid is None:  # refused before a session existed (e.g. the id is taken)
+        assert isinstance(result, Err)  # an Ok always names its session
         raise UsageError(result.error.message)
     if as_json:
         print(json.dumps(rt.replay(sid).to_dict(), indent=2, ensure_ascii=False))

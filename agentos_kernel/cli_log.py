@@ -14,6 +14,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .cli import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
 from .events import LOG_NAME, TornTailWarning, check_session_id
@@ -23,6 +24,10 @@ from .redaction import redact
 from .replay_summary import RECENT
 from .trace import LAYERS, select, trace_lines
 from .workspace import find_workspace
+
+if TYPE_CHECKING:
+    from .jsonl_store import JsonlEventStore
+    from .pg_store import PostgresEventStore
 
 
 def _checked(log: Path | VerifyReport, sid: str, strict: bool) -> int | None:
@@ -122,7 +127,7 @@ def _store_reports(args: argparse.Namespace) -> list[VerifyReport] | None:
 
     if is_pg_target(args.target):
         try:
-            store = pg_store_of(args.target)
+            store: JsonlEventStore | PostgresEventStore = pg_store_of(args.target)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         sids = store.sessions()
@@ -176,7 +181,7 @@ def _repair(report: VerifyReport, head: str | None) -> VerifyReport:
               "only a log whose complete lines verify has its torn line set aside", file=sys.stderr)
         return report
     aside = repair_torn(report)
-    if aside is not None:
+    if aside is not None and report.torn is not None:  # a .torn file: there was a torn line
         print(f"repaired {report.path}: torn line {report.torn.line} ({report.torn.size} bytes) "
               f"moved to {aside}", file=sys.stderr)
     return verify_log(report.path, head)

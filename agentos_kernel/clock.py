@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Protocol, final
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -96,6 +96,7 @@ class RandomIds:
         return str(uuid7())
 
 
+@final  # no subclass: re-running its own __init__ after a fork (below) is sound
 class _V7:
     """RFC 9562 §6.2 method 1: a 42-bit counter (rand_a and the top 30 bits of rand_b) seeded
     randomly each new millisecond, below 2**41 so at least 2**41 ids fit in one millisecond.

@@ -66,22 +66,26 @@ class ContractWatch:
         for path in paths:
             names.setdefault(str(path.parent), set()).add(path.name)
             if path.is_symlink():
-                return _give_up(fd)
+                _give_up(fd)
+                return None
             if path.is_dir():
                 for top, dirs, files in os.walk(path):
                     if any(os.path.islink(os.path.join(top, n)) for n in (*dirs, *files)):
-                        return _give_up(fd)
+                        _give_up(fd)
+                        return None
                     trees.append(top)
         filters: dict[int, frozenset[str] | None] = {}
         for directory, wanted in names.items():
             wd = libc.inotify_add_watch(fd, os.fsencode(directory), _MASK)
             if wd < 0:
-                return _give_up(fd)
+                _give_up(fd)
+                return None
             filters[wd] = frozenset(wanted)
         for directory in trees:  # after the parents: a directory in both takes every name
             wd = libc.inotify_add_watch(fd, os.fsencode(directory), _MASK)
             if wd < 0:
-                return _give_up(fd)
+                _give_up(fd)
+                return None
             filters[wd] = None
         return cls(fd, filters)
 

@@ -115,6 +115,7 @@ class RequestFlow:
                 break
         else:
             reason = f"stopped at max_iterations ({self.profile.max_iterations})"
+        assert isinstance(outcome, Ok)  # an Err returned inside the loop
         return self._close(s, Ok(outcome.value), reason)
 
     def _close(self, s: Session, result: Result[Any], reason: str | None = None
@@ -123,7 +124,7 @@ class RequestFlow:
         if s.skill is not None:
             s.log.append("skill.complete", "system", {"skill": s.skill.name, "ok": ok})
         payload: dict[str, Any] = {"ok": ok}
-        if ok:
+        if isinstance(result, Ok):
             payload["output"] = result.value.report["output"]
         else:
             # The code that ended the run, and the first one that failed closed: after a
@@ -133,7 +134,7 @@ class RequestFlow:
         if reason:
             payload["reason"] = reason
         s.log.append("session.close", "system", payload)
-        if not ok:
+        if isinstance(result, Err):
             return result
         out, redact = result.value, s.log.redact  # what the caller prints is what the log holds
         return Ok(RunResult(s.session_id, True, redact(out.report["output"]), redact(out.report),

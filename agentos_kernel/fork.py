@@ -165,13 +165,19 @@ def _state(rt: Runtime, prefix: list[Event], stage: str, attempt: int
                 and isinstance(p.get("output"), dict) and "prompt" in p["output"]:
             prompt = p["output"]["prompt"]
     last = {e.type: _payload(e) for e in prefix}  # the latest payload of each type
-    skill, allowed = None, frozenset()
+    skill, allowed = None, frozenset[str]()
     if "skill.invoke" in last:
         name = last["skill.invoke"].get("skill")
         if name not in rt.skills.skills:
             return _refused(ErrorCode.UNKNOWN_ID, f"the parent ran skill {name!r}, which this "
                             "workspace no longer has; the fork cannot go on without it")
         skill, allowed = rt.skills.skills[name], frozenset(last["skill.invoke"]["allowed_tools"])
+    # What the turns before `stage` handed on (pwr.run_pwr takes them from here, not a model):
+    # a log this runtime wrote has each; one re-chained by hand may not.
+    for handed in ("lead.directive", "plan.created", "worker.report")[:STAGES.index(stage)]:
+        if handed not in last:
+            return _refused(ErrorCode.CONFIG_INVALID, f"the parent's log has no {handed} before "
+                            f"its {stage} transition, so the fork has nothing to hand on there")
     review = last.get("review.result", {})
     return prompt, skill, allowed, Resume(
         stage, attempt, last.get("lead.directive"), last.get("plan.created"),

@@ -20,7 +20,7 @@ from .hooks import HookBus
 from .hooks.loader import handler_from_entry
 from .profile import RuntimeProfile, WorkspaceConfig, load_config
 from .providers.faults import FaultPlan
-from .providers.registry import (  # noqa: F401  (key_env_of, ADAPTERS: the composition root's API)
+from .providers.registry import (  # key_env_of, ADAPTERS: the composition root's API (__all__)
     ADAPTERS,
     PROVIDERS,
     ProviderFactory,
@@ -41,6 +41,10 @@ from .tools import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
 from .workspace import CONTRACT_DIRS, Workspace, find_workspace, reference_dir
 from .write_scope import WriteScope, build_scope
+
+# The composition root's API: Runtime, and the provider registry it re-exports (validate.py
+# and the CLI name the registry through here; nothing outside providers/ names an adapter).
+__all__ = ["ADAPTERS", "PROVIDERS", "Runtime", "cassette_problem", "key_env_of", "unknown_provider"]
 
 
 class Runtime(RequestFlow, SessionReading):

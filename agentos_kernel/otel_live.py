@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ContractError, Problem
 from .events import Event
 from .otel import EXPORT_TIMEOUT_S, OtelUnavailable, readable_spans, require_sdk
 from .otel_spans import SpanBuilder, SpanRecord
 from .profile import RuntimeProfile, TelemetryConfig
+
+if TYPE_CHECKING:  # the otel extra is imported on use
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 log = logging.getLogger(__name__)
 CLOSE_TIMEOUT_S = 3.0
@@ -72,7 +75,8 @@ class LiveExport:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             exporter = OTLPSpanExporter(endpoint=self.telemetry.otlp_endpoint,
                                         timeout=self.export_timeout_s)
-        return BatchSpanProcessor(_Reporting(exporter, self))
+        # _Reporting has SpanExporter's three methods; the SDK's class is nominal, not a Protocol
+        return BatchSpanProcessor(cast("SpanExporter", _Reporting(exporter, self)))
 
     def _send(self, processor: Any, records: list[SpanRecord]) -> None:
         for span in readable_spans(records, self.telemetry.service_name):

@@ -210,7 +210,7 @@ class SpanBuilder:
     def _end_call(self, ev: Event, p: dict[str, Any], now: int) -> SpanRecord:
         s = self.calls.pop(ev.parent_id or "")
         if ev.type == "llm.response":
-            usage = p.get("usage") if isinstance(p.get("usage"), dict) else {}
+            usage = u if isinstance(u := p.get("usage"), dict) else {}
             s.attrs.update({"gen_ai.response.model": str(p.get("model") or s.attrs["gen_ai.request.model"]),
                             "gen_ai.response.finish_reasons": (str(p.get("finish_reason", "")),)})
             for key in ("input_tokens", "output_tokens"):

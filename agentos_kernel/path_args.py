@@ -56,7 +56,7 @@ def schema_path_args(schema: Any) -> tuple[str, ...]:
     for name, prop in props.items():
         if not isinstance(prop, dict):
             continue
-        items = prop.get("items") if isinstance(prop.get("items"), dict) else {}
+        items = i if isinstance(i := prop.get("items"), dict) else {}
         if prop.get("format") in _SCHEMA_FORMATS or items.get("format") in _SCHEMA_FORMATS \
                 or _SCHEMA_WORDS.search(str(prop.get("description", ""))):
             out.append(str(name))

@@ -86,7 +86,8 @@ def run_pwr(session: Any, prompt: str, *, previous: dict[str, Any] | None = None
             if isinstance(advice, Err):
                 return advice
         m.go("PLAN", "planner")
-    else:
+    else:  # at > 0: a fork (fork._state refuses one whose log lacks what this reads back)
+        assert resume is not None and resume.directive is not None
         directive = Ok(resume.directive)
     if at <= 1:
         plan = call_role(session, session.agent("planner"),
@@ -98,6 +99,7 @@ def run_pwr(session: Any, prompt: str, *, previous: dict[str, Any] | None = None
             if isinstance(advice, Err):
                 return advice
     else:
+        assert resume is not None and resume.plan is not None
         plan = Ok(resume.plan)
     worker, reviewer = session.agent("worker"), session.agent("reviewer")
     if worker.name == reviewer.name:
@@ -107,11 +109,13 @@ def run_pwr(session: Any, prompt: str, *, previous: dict[str, Any] | None = None
             layer="L3", actor="system"))
     feedback: str | None = resume.feedback if resume else None
     first = resume.attempt if resume and at >= 2 else 1
+    report: Result[dict[str, Any]]  # read back from a fork's log, or the worker's turn
     for attempt in range(first, session.profile.max_rework + 2):
         resumed = attempt == first and at >= 2  # this attempt's WORK transition is logged
         if not resumed:
             m.go("WORK", "worker", attempt)
         if resumed and at == 3:
+            assert resume is not None and resume.report is not None
             report = Ok(resume.report)
         else:
             report = call_role(session, worker,

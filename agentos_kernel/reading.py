@@ -49,10 +49,10 @@ class SessionReading:
             det = self.profile.deterministic
             last = self.store.tail(session_id)
             clock = LogicalClock.after(last.ts) if det and last else SystemClock()
-            log = SessionLog.resume(self.store, self.schemas, clock,
-                                    CounterIds() if det else RandomIds(), session_id,
-                                    **self.redaction())
-            return log.append("event.amended", "user", {"target_id": target_id, "field": field,
+            writer = SessionLog.resume(self.store, self.schemas, clock,
+                                       CounterIds() if det else RandomIds(), session_id,
+                                       **self.redaction())
+            return writer.append("event.amended", "user", {"target_id": target_id, "field": field,
                                                         "value": value, "reason": reason}, target_id)
         finally:
             self.store.close(session_id)

@@ -186,7 +186,8 @@ class SchemaRegistry:
                 return [inline(x) for x in node]
             return node
 
-        return inline(self.schema(schema_id))
+        inlined: dict[str, Any] = inline(self.schema(schema_id))  # a schema inlines to a schema
+        return inlined
 
 
 def unloggable(payload: Any) -> list[Violation]:

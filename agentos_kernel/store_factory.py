@@ -37,7 +37,7 @@ def dsn_from_env(env: str, where: str, field: str) -> str:
 
 
 def open_store(profile: RuntimeProfile, sessions: Path, where: str = "agentos.yaml",
-               workspace: Path | None = None) -> EventStore:
+               workspace: Path | None = None) -> JsonlEventStore | PostgresEventStore:
     """The store of `profile`'s sessions: JSONL under `sessions`, or PostgreSQL at the DSN in
     `event_store.dsn_env` (ContractError naming `where`, the profile and the variable when it
     is unset). A JSONL store is confined to `workspace` (default: the folder holding

@@ -212,8 +212,10 @@ def denied_paths(root: Path, config: WorkspaceConfig | None, hooks: Iterable[dic
         for p in _argv_paths(top, [*server.command, *env]):
             out.append(Denied(p, _shown(top, p), f"which {server.where}'s command runs; "
                                                  "no tool may write it"))
-    seen: set[str] = set()
-    return [d for d in out if not (d.path in seen or seen.add(d.path))]
+    first: dict[str, Denied] = {}  # each path once, where it was first found
+    for found in out:
+        first.setdefault(found.path, found)
+    return list(first.values())
 
 
 def _entry_problem(root: Path, entry: str, denied: list[Denied]) -> tuple[str | None, Path]:

@@ -9,7 +9,10 @@ itself is imported on the first call: `import agentos_kernel` does not load it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the annotation only: yaml is still imported on the first call
+    import yaml
 
 
 def safe_load(text: str) -> Any:
@@ -25,7 +28,7 @@ def safe_load(text: str) -> Any:
     return yaml.safe_load(text)
 
 
-def yaml_error() -> type[Exception]:
+def yaml_error() -> type[yaml.YAMLError]:
     """`yaml.YAMLError`, for an `except` clause in a module that does not import yaml."""
     import yaml
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 
 from agentos_kernel import Err, Runtime
 from agentos_kernel.errors import ErrorCode
-from agentos_kernel.events import Event
+from agentos_kernel.events import Event, canonical
 from agentos_kernel.fork import fork, fork_points, parse_target
 from agentos_kernel.integrity import verify_log
 from agentos_kernel.labs.audit import audit_log
@@ -19,6 +20,7 @@ from agentos_kernel.providers.faults import load_fault_plan
 from agentos_kernel.rerun import rerun
 
 from .helpers import Cli, Run, RunRequest
+from .test_verify import rechain
 
 WORK, REVIEW = 14, 25
 """The canonical request's WORK and REVIEW transitions (README's trace)."""
@@ -212,3 +214,36 @@ def test_a_fork_of_a_fork_reruns(workspace: Path, parent: Run) -> None:
     again = rerun(Runtime.from_workspace(workspace), second[0].session_id)
     assert not isinstance(again, Err), again
     assert again.value.verified, again.value.verdict()
+
+
+def _without(lines: list[bytes], i: int) -> list[bytes]:
+    """The log with line `i` cut out, the later events renumbered (seq, id, parent_id) and the
+    chain recomputed: what anyone can do to a keyless chain."""
+    objs = [orjson.loads(line) for line in lines]
+    sid, gone = objs[i]["session_id"], objs.pop(i)["id"]
+    renamed = {}
+    for o in objs[i:]:
+        o["seq"] -= 1
+        renamed[o["id"]], o["id"] = f"{sid}-e{o['seq']:04d}", f"{sid}-e{o['seq']:04d}"
+    for o in objs[i:]:
+        assert o.get("parent_id") != gone
+        o["parent_id"] = renamed.get(o.get("parent_id"), o.get("parent_id"))
+    return rechain([canonical(o) + b"\n" for o in objs], i)
+
+
+def test_a_resume_point_whose_log_lacks_what_it_hands_on_is_refused(workspace: Path, parent: Run,
+                                                                    cli: Cli) -> None:
+    """A log with no lead.directive before its PLAN transition, re-chained so it verifies: the
+    fork says what is missing, it never runs the planner on a directive of None."""
+    lines = parent.log_path.read_bytes().splitlines(keepends=True)
+    i = next(n for n, line in enumerate(lines) if b'"type":"lead.directive"' in line)
+    parent.log_path.write_bytes(b"".join(_without(lines, i)))
+    assert verify_log(parent.log_path).ok  # the chain alone cannot tell
+    plan = next(p.at for p in fork_points(Runtime.from_workspace(workspace).events(parent.session_id))
+                if p.stage == "PLAN")
+    rt, _, result = _fork(workspace, parent.session_id, plan)
+    assert isinstance(result, Err) and result.error.code == ErrorCode.CONFIG_INVALID, result
+    assert "no lead.directive before its PLAN transition" in result.error.message
+    code, _, err = cli("--workspace", workspace, "fork", f"{parent.session_id}@{plan}")
+    assert code == 2 and "no lead.directive" in err and "Traceback" not in err
+    assert rt.store.sessions() == [parent.session_id]  # nothing was made

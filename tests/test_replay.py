@@ -215,6 +215,6 @@ def test_each_replay_folds_into_its_own_containers(canonical_run: Run) -> None:
 
     first = replay(canonical_run.events)
     assert first.tools_invoked and first.roles and first.cost.input_tokens
-    assert _BLANK == asdict(Snapshot())
+    assert asdict(Snapshot()) == _BLANK
     assert replay([]) == Snapshot()
     assert replay(canonical_run.events) == first

@@ -47,7 +47,7 @@ class HookHandler:
 
     id: str
     """Name recorded in `hook.fired`."""
-    fn: Callable[[Any], HookDecision | dict]
+    fn: Callable[[Any], HookDecision | dict[str, Any]]
     """Takes the read-only hook input, returns a decision."""
     priority: int = 0
     """Higher runs first."""
@@ -112,6 +112,7 @@ def plain_json(value: Any, depth: int = 0) -> Any:
 def _as_decision(value: Any, log: SessionLog) -> HookDecision | str:
     """Check a handler's return value against hook_decision_v1 (I-5); a string is the
     reason it is not a valid decision. Whatever the value is, this never raises."""
+    doc: Mapping[str, Any]  # a decision's fields, or the handler's own mapping
     try:
         if isinstance(value, HookDecision):
             doc = {k: v for k, v in (("decision", value.decision), ("reason", value.reason),

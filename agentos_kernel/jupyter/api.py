@@ -12,6 +12,7 @@ import re
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 
 from .. import frontmatter
 from ..builtin_tools import BUILTIN_TOOLS
@@ -65,6 +66,7 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
     if isinstance(result, Err) and result.error.session_id is None:
         raise WorkbenchError(result.error.message)  # refused before a session existed
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
+    assert sid is not None  # an Err without a session raised above
     return _read_back(rt, sid, prompt, ok=not isinstance(result, Err),
                       output=None if isinstance(result, Err) else result.value.output,
                       error=result.error if isinstance(result, Err) else None)
@@ -86,6 +88,7 @@ def fork_agent(target: str, *, profile: str | None = None, faults: str | None = 
     if isinstance(result, Err) and result.error.session_id is None:
         raise WorkbenchError(result.error.message)  # refused before a session existed
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
+    assert sid is not None  # an Err without a session raised above
     return _read_back(rt, sid, "", ok=not isinstance(result, Err),
                       output=None if isinstance(result, Err) else result.value.output,
                       error=result.error if isinstance(result, Err) else None)
@@ -97,7 +100,7 @@ def _run_cycle(rt: Runtime, cycle: str, prompt: str, session: str | None, mode: 
         raise WorkbenchError(result.error.message)
     c = result.value
     events = rt.events(c.session_id)
-    close = next((e.payload for e in reversed(events) if e.type == "session.close"), {})
+    close: dict[str, Any] = next((e.payload for e in reversed(events) if e.type == "session.close"), {})
     failed = next((e.payload for e in reversed(events) if e.type == "domain.error"), None)
     error = None if c.ok or failed is None else DomainError(
         failed["kind"], failed["code"], failed["message"], failed.get("retryable", False), c.session_id)

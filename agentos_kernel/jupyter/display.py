@@ -129,7 +129,7 @@ class AgentRun:
         failures = [e for e in self.events if e.type in FAILURE_TYPES]
         code = self.error.code if self.error else None
         exact = [e for e in failures if isinstance(e.payload, dict) and e.payload.get("code") == code]
-        return (exact or failures or [None])[0]
+        return next(iter(exact or failures), None)
 
     @property
     def failures(self) -> list[Event]:
@@ -164,9 +164,9 @@ class AgentRun:
             rows.append(("path", " → ".join(self.path)))
         rows.append(("events", f"{len(self.events)} ("
                      + " · ".join(f"{k} {v}" for k, v in counts.items()) + ")"))
-        c = snap.cost
-        rows.append(("usage", f"{snap.llm_calls} LLM calls · {c.input_tokens} in / {c.output_tokens} "
-                              f"out tokens · ${c.cost_usd:.6f}"))
+        cost = snap.cost
+        rows.append(("usage", f"{snap.llm_calls} LLM calls · {cost.input_tokens} in / {cost.output_tokens} "
+                              f"out tokens · ${cost.cost_usd:.6f}"))
         rows.append(("next", f"%replay {self.session_id} · %events {self.session_id} · "
                              f"LayerStepper({self.session_id!r})"))
         return rows

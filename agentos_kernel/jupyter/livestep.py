@@ -125,9 +125,10 @@ class LiveStepper(W.VBox):
         except json.JSONDecodeError as exc:
             self.question_view.value += f'<div style="color:#cf222e">not JSON: {esc(exc)}</div>'
             return
-        want = dict if self.human is not None and self.human.field == "args" else str
+        field = self.human.field if self.human is not None else "value"  # None: edit() refuses
+        want = dict if field == "args" else str
         if not isinstance(value, want):
-            self.question_view.value += (f'<div style="color:#cf222e">the {esc(self.human.field)} must be '
+            self.question_view.value += (f'<div style="color:#cf222e">the {esc(field)} must be '
                                          f'a JSON {"object" if want is dict else "string"}</div>')
             return
         self.edit(value)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -83,7 +83,7 @@ def timeline_range(events: Sequence[Event], window: Window, links: bool = True) 
     lets a canonical log be read without parsing its lines)."""
     lo, hi = window
     heads = None if links else _heads(events, lo - 1, hi)
-    if heads is not None:
+    if heads is not None and isinstance(events, LogEvents):  # heads are read from a LogEvents only
         actors = [a for a, _ in heads]
         types = [t for _, t in heads]
         layers = [layer_for(t, events.record(i).get("payload") if t == "domain.error" else None)
@@ -133,14 +133,15 @@ def bands(table: pd.DataFrame) -> dict[str, list[tuple[int, int, float]]]:
     out: dict[str, list[tuple[int, int, float]]] = {}
     for (layer, y), rows in table.sort_values("seq").groupby(["layer", "y"], sort=True):
         runs = out.setdefault(str(layer), [])
-        start = prev = None
-        for first, last in zip(rows["seq"], rows["seq_last"], strict=True):
-            if prev is None or first != prev + 1:
-                if start is not None:
-                    runs.append((start, prev, float(y)))
+        level = float(cast(float, y))  # the float column built above (groupby types keys Hashable)
+        spans = zip(rows["seq"], rows["seq_last"], strict=True)
+        start, prev = next(spans)  # a group has at least one row
+        for first, last in spans:
+            if first != prev + 1:
+                runs.append((start, prev, level))
                 start = first
             prev = last
-        runs.append((start, prev, float(y)))
+        runs.append((start, prev, level))
     return out
 
 

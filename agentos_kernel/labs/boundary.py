@@ -163,8 +163,9 @@ def _python_effects(tree: ast.AST) -> list[tuple[int, str, str]]:
 def _writes(call: ast.Call, mode_pos: int) -> bool:
     mode = call.args[mode_pos] if len(call.args) > mode_pos else next(
         (k.value for k in call.keywords if k.arg == "mode"), None)
-    literal = isinstance(mode, ast.Constant) and isinstance(mode.value, str)
-    return literal and any(c in mode.value for c in "wax+")
+    if not (isinstance(mode, ast.Constant) and isinstance(mode.value, str)):
+        return False  # a mode that is not a literal string
+    return any(c in mode.value for c in "wax+")
 
 
 def _text_module(rel: str, text: str, claims: set[str], lang: str) -> list[str]:

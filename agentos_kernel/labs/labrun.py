@@ -127,7 +127,7 @@ def run_notebook(nb: Any, launch: KernelLaunch, *, timeout: int, wall: float) ->
 def _capped_client() -> Any:
     from nbclient import NotebookClient
 
-    class CappedClient(NotebookClient):  # type: ignore[misc]
+    class CappedClient(NotebookClient):
         """Keeps at most MAX_OUTPUT_CHARS of each cell's outputs, so a notebook printing
         without end cannot fill the grader's memory (the kernel's own is limited by its
         sandbox). Past it, what scores a cell is still kept, cut short: every error, the first

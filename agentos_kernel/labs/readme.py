@@ -53,7 +53,8 @@ class Section:
 def sections(text: str) -> list[Section]:
     """Split Markdown at ATX headings, ignoring '#' lines inside fenced code."""
     out: list[Section] = []
-    heading, start, body, fenced = "", 1, [], False
+    body: list[str] = []
+    heading, start, fenced = "", 1, False
     for n, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith("```"):
             fenced = not fenced

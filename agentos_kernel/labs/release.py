@@ -159,7 +159,8 @@ def _plan(src: Path, dest: Path) -> tuple[list[tuple[Path, Path]], list[tuple[Pa
         raise LabInputError(f"{src}: no such notebook or lab folder")
     if dest.resolve().is_relative_to(src.resolve()):
         raise LabInputError(f"{dest}: is inside the lab folder {src}; release to a folder outside it")
-    notebooks, others = [], []
+    notebooks: list[tuple[Path, Path]] = []
+    others: list[tuple[Path, Path]] = []
     for path in sorted(src.rglob("*")):  # symlinked directories are not descended into
         rel = path.relative_to(src)
         if path.is_dir() or ignored(rel):

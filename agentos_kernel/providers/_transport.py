@@ -120,7 +120,9 @@ def post_json(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s
         try:
             if conn.sock is None:
                 conn.connect()
-                conn.sock.settimeout(timeout_s)  # connected: now the read timeout applies
+                # connected: now the read timeout applies. connect() has just set sock; mypy keeps
+                # the `is None` narrowing across that call, hence the ignore
+                conn.sock.settimeout(timeout_s)  # type: ignore[attr-defined]
             via = conn.absolute_target  # type: ignore[attr-defined]
             conn.request("POST", url if via else target, body=data,
                          headers={**sent, **conn.proxy_headers})  # type: ignore[attr-defined]

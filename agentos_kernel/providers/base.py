@@ -97,8 +97,11 @@ class CompletionResponse:
 class Provider(Protocol):
     """A model backend. Every implementation passes tests/contract/test_provider.py."""
 
-    name: str
-    """Registry key used in profiles (`scripted`, `anthropic`, ...)."""
+    # Read-only: an adapter may say it as a class attribute (HttpAdapter's ClassVar) or an
+    # instance one; a plain `name: str` member would demand a settable instance attribute.
+    @property
+    def name(self) -> str:
+        """Registry key used in profiles (`scripted`, `anthropic`, ...)."""
 
     def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
         """One completion, retried inside the adapter; `Err(PROVIDER_ERROR)` when it gives up."""

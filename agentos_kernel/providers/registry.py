@@ -34,7 +34,7 @@ agentos_kernel`) never needs."""
 def adapter_class(provider: str) -> type[HttpAdapter]:
     """The HTTP adapter class a profile's `provider` names (KeyError if none)."""
     module, name = ADAPTERS[provider]
-    return getattr(importlib.import_module(f".{module}", __package__), name)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(f".{module}", __package__), name)
 
 
 def _scripted(p: RuntimeProfile, f: FaultPlan | None) -> Provider:

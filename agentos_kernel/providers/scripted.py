@@ -163,9 +163,10 @@ class ScriptedProvider:
                     "schema_version": "v1"}
         if role == "planner":
             tools = data.get("skill", {}).get("allowed_tools", [])
-            steps = [{"id": f"s{i}", "description": f"Call {t} for the request",
-                      "depends_on": [f"s{i - 1}"] if i > 1 else []}
-                     for i, t in enumerate(tools, 1)]
+            steps: list[dict[str, Any]] = [
+                {"id": f"s{i}", "description": f"Call {t} for the request",
+                 "depends_on": [f"s{i - 1}"] if i > 1 else []}
+                for i, t in enumerate(tools, 1)]
             steps.append({"id": f"s{len(steps) + 1}", "description": "Report the result",
                           "depends_on": [s["id"] for s in steps[-1:]]})
             risks = [] if tools else ["no skill matched: no tools are available"]

@@ -123,6 +123,7 @@ class _Cycle(FanOut):
 
     def step(self) -> CycleResult | None:
         """One phase run and its transition; a CycleResult when the cycle ends."""
+        assert self.phase is not None  # set by the start, before the first step
         phase = self.registry.phases[self.phase]
         if phase.halt is not None:
             halt = evaluate_bool(phase.halt, self.context())
@@ -139,6 +140,7 @@ class _Cycle(FanOut):
         halts = [p for p in self.policies_for(phase) if p.kind == "loop-halt"]
         base = self.prepared() if halts else None
         for policy in halts:
+            assert base is not None  # prepared above whenever there are halts
             d = decide(policy, base)
             self.gated(d, f"loop step {self.generation}", None)
             if d.decision == "deny" and self.halt_reason is None:

@@ -167,8 +167,8 @@ class FanOut:
         if conservative(write, GATE_ORDER, "deny") != "allow":
             return call_role(self.session, persona.agent(), payload)
         directory, _, name = path.rpartition("/")
-        base = self.session.tool_context
-        escape = _escapes(base, directory)
+        ctx = self.session.tool_context  # `base`, the prepared decision context, is used up
+        escape = _escapes(ctx, directory)
         if escape:  # a symlink planted in the workspace: logged, and the persona gets no tools
             self.session.log.fail(DomainError("gate", ErrorCode.PATH_DENIED, f"artifact directory "
                                               f"{directory!r} {escape}; {path} is not written"),
@@ -180,14 +180,14 @@ class FanOut:
         # decision was about this path, so L1 enforces it rather than trusting the model. The
         # directory is declared by a workflows/ template (a contract), so it is granted as a
         # writable folder for this one call; the deny-list still applies inside it.
-        folder = (base.workspace / directory).resolve()
-        self.session.tool_context = replace(base, workspace=base.workspace / directory,
-                                            scope=base.scope.granting(folder))
+        folder = (ctx.workspace / directory).resolve()
+        self.session.tool_context = replace(ctx, workspace=ctx.workspace / directory,
+                                            scope=ctx.scope.granting(folder))
         try:
             return call_role(self.session, persona.agent(), payload, tools=self._specs(),
                              allowed=frozenset(WRITE_TOOLS))
         finally:
-            self.session.tool_context = base
+            self.session.tool_context = ctx
 
     def _specs(self) -> tuple[dict[str, Any], ...]:
         specs = []

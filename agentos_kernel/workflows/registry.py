@@ -12,6 +12,7 @@ half-loaded plane. At run time an unknown id is an `Err(UNKNOWN_ID)`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -73,7 +74,8 @@ class _Loader:
         self.problems: list[Problem] = []
         self.files: dict[tuple[str, str], str] = {}  # (kind, id) -> shown file
 
-    def _each(self, sub: str, pattern: str, schema_id: str, id_field: str = "id"):
+    def _each(self, sub: str, pattern: str, schema_id: str, id_field: str = "id"
+              ) -> Iterator[tuple[Path, str, dict[str, Any], str]]:
         for path in sorted((self.root / sub).glob(pattern)):
             shown = f"{self.shown_root}/{path.relative_to(self.root).as_posix()}"
             self._inline(path, shown)

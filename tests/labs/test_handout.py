@@ -105,6 +105,7 @@ def test_the_wheel_carries_the_notebooks_and_hands_out_released_labs(tmp_path: P
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = (tmp_path / "whl").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
+    assert "agentos_kernel/py.typed" in names  # PEP 561: a checker reads the installed package's hints
     for src in [*LAB_SOURCES, *sorted(SOURCES.glob("*.ipynb"))]:
         assert f"agentos_kernel/_reference/notebooks/{src.relative_to(SOURCES).as_posix()}" in names
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
