@@ -9,37 +9,24 @@ no HTTP client, YAML parser or JSON Schema validator until something needs one.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 __version__ = "0.1.0"
 
 
-class _Package(types.ModuleType):
-    """This package's module type: the first import of the submodule agentos_kernel.replay
-    would bind it as the attribute `replay`, hiding the function `replay` exported here."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "replay" and isinstance(value, types.ModuleType):
-            return  # `agentos_kernel.replay` stays the function (found by __getattr__)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
 _LAZY = {
     "ContractError": "errors", "DomainError": "errors", "Err": "errors", "ErrorCode": "errors",
     "InvariantViolation": "errors", "Ok": "errors", "Problem": "errors",
-    "Event": "events", "EventStore": "events", "JsonlEventStore": "jsonl_store", "read_log": "events",
-    "verify_chain": "events",
+    "Event": "store.events", "EventStore": "store.events", "JsonlEventStore": "store.jsonl",
+    "read_log": "store.events", "verify_chain": "store.events",
     "HookBus": "hooks", "HookDecision": "hooks", "HookHandler": "hooks",
-    "VerifyReport": "integrity", "verify_log": "integrity",
-    "RunResult": "kernel", "Runtime": "kernel",
-    "RuntimeProfile": "profile",
-    "Snapshot": "replay", "replay": "replay",
-    "SchemaRegistry": "schemas",
-    "ToolCall": "tools", "ToolDef": "tools", "ToolRegistry": "tools", "dispatch_tool": "tools",
+    "VerifyReport": "store.integrity", "verify_log": "store.integrity",
+    "Runtime": "kernel", "RunResult": "roles.session",
+    "RuntimeProfile": "config",
+    "Snapshot": "store.replay.fold", "replay": "store.replay.fold",
+    "SchemaRegistry": "schemas.registry",
+    "ToolCall": "tools.dispatch", "ToolDef": "tools.dispatch", "ToolRegistry": "tools.dispatch",
+    "dispatch_tool": "tools.dispatch",
 }
 
 

@@ -3,6 +3,6 @@ interpreter path, e.g. an MCP client's `command: [python, -m, agentos_kernel, mc
 
 import sys
 
-from .cli import main
+from .cli.main import main
 
 sys.exit(main())

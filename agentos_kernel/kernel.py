@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .builtin_tools import BUILTIN_TOOLS
+from .tools.builtin import BUILTIN_TOOLS
 from .clock import CounterIds, LogicalClock, RandomIds, SystemClock, first_free, random_session_id
 from .errors import ContractError, DomainError, Err, ErrorCode, Problem, Result
-from .events import Event, check_session_id
-from .flow import RequestFlow
+from .store.events import Event, check_session_id
+from .roles.flow import RequestFlow
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
-from .profile import RuntimeProfile, WorkspaceConfig, load_config
+from .config import RuntimeProfile, WorkspaceConfig, load_config
 from .providers.faults import FaultPlan
 from .providers.registry import (  # key_env_of, ADAPTERS: the composition root's API (__all__)
     ADAPTERS,
@@ -28,19 +28,19 @@ from .providers.registry import (  # key_env_of, ADAPTERS: the composition root'
     key_env_of,
     unknown_provider,
 )
-from .reading import SessionReading
-from .recorder import SessionLog
-from .roles import AgentDef, load_agents
-from .schemas import SchemaRegistry
-from .session import Session
-from .sessionlock import SessionExists, SessionLinked, SessionLocked
-from .skills import SkillRegistry, discover
-from .store_factory import open_store
-from .textcheck import prompt_refusal
-from .tools import ToolContext, ToolDef, ToolRegistry
+from .store.reading import SessionReading
+from .store.recorder import SessionLog
+from .roles.agents import AgentDef, load_agents
+from .schemas.registry import SchemaRegistry
+from .roles.session import Session
+from .store.lock import SessionExists, SessionLinked, SessionLocked
+from .skills.registry import SkillRegistry, discover
+from .store.factory import open_store
+from .schemas.textcheck import prompt_refusal
+from .tools.dispatch import ToolContext, ToolDef, ToolRegistry
 from .validate import missing_schemas
 from .workspace import CONTRACT_DIRS, Workspace, find_workspace, reference_dir
-from .write_scope import WriteScope, build_scope
+from .tools.write_scope import WriteScope, build_scope
 
 # The composition root's API: Runtime, and the provider registry it re-exports (validate.py
 # and the CLI name the registry through here; nothing outside providers/ names an adapter).
@@ -78,7 +78,7 @@ class Runtime(RequestFlow, SessionReading):
         self.bridged = bridged
         """The MCP servers this runtime started (mcp_bridges.BridgedTools), or None."""
         if profile.telemetry is not None:  # live OpenTelemetry export; the SDK loads only then
-            from .otel_live import watcher_for
+            from .telemetry.otel_live import watcher_for
             self.watchers.append(watcher_for(config.file, profile))
 
     @classmethod
@@ -123,7 +123,7 @@ class Runtime(RequestFlow, SessionReading):
         scope = build_scope(ws.root, config, entries, [ws.contract_dir(n) for n in CONTRACT_DIRS])
         bridged = None
         if config.mcp_servers:  # the MCP SDK is imported only by a workspace that names a server
-            from .mcp_bridges import bridge_servers
+            from .tools.mcp_bridges import bridge_servers
             bridged = bridge_servers(config, schemas, ws.root, own)
             schemas, own = bridged.schemas, bridged.tools
         return cls(ws, config, prof, schemas, agents, skills, ToolRegistry(own), hooks, faults,

@@ -67,7 +67,7 @@ class ScratchWorkspace:
 def scratch_workspace(*, chdir: bool = True, prefix: str = "agentos-ws-") -> ScratchWorkspace:
     """`agentos init` a new temporary directory; with `chdir`, make it the working directory
     (so `%agent` and `agentos` find it). It is deleted when the Python process exits."""
-    from .cli import main as agentos_main  # the CLI's `init` is the one implementation of init
+    from .cli.main import main as agentos_main  # the CLI's `init` is the one implementation of init
 
     root = Path(tempfile.mkdtemp(prefix=prefix)).resolve() / "workspace"
     with contextlib.redirect_stdout(io.StringIO()) as out:
@@ -111,7 +111,7 @@ def write_long_session(sessions: Path | str, session_id: str, n: int) -> Path:
     to the widgets and replay, without running the runtime thousands of times."""
     from dataclasses import replace
 
-    from .events import LOG_NAME, canonical, chain_of, read_log
+    from .store.events import LOG_NAME, canonical, chain_of, read_log
     from .workspace import reference_dir
 
     ref = list(read_log(reference_dir() / "sessions" / "example" / LOG_NAME))

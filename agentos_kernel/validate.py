@@ -7,18 +7,18 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .builtin_tools import BUILTIN_TOOLS
+from .tools.builtin import BUILTIN_TOOLS
 from .errors import ContractError, Problem
 from .hooks import HOOK_EVENTS
 from .hooks.loader import resolve_callable
-from .profile import RuntimeProfile, WorkspaceConfig, load_config
-from .recorder import CHECKED_ON_USE, EVENT_SCHEMAS
-from .roles import load_agents
-from .schemas import SchemaRegistry
-from .skills import discover
-from .tools import ToolDef
+from .config import RuntimeProfile, WorkspaceConfig, load_config
+from .store.recorder import CHECKED_ON_USE, EVENT_SCHEMAS
+from .roles.agents import load_agents
+from .schemas.registry import SchemaRegistry
+from .skills.registry import discover
+from .tools.dispatch import ToolDef
 from .workspace import Workspace, find_workspace, reference_dir
-from .write_scope import build_scope
+from .tools.write_scope import build_scope
 
 
 @dataclass(frozen=True)

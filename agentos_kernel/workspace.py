@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ContractError, Problem
-from .profile import CONFIG_NAME
+from .config import CONFIG_NAME
 
 CONTRACT_DIRS = ("schemas", "agents", "skills", "workflows")
 

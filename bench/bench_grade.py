@@ -49,7 +49,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         root = generate(Path(tmp), args.n, args.with_hang)
-        argv = [sys.executable, "-m", "agentos_kernel.cli", "grade", str(root), "--no-progress",
+        argv = [sys.executable, "-m", "agentos_kernel.cli.main", "grade", str(root), "--no-progress",
                 "--csv", str(Path(tmp) / "grades.csv")]
         argv += ["--jobs", str(args.jobs)] if args.jobs else []
         argv += ["--timeout", "10"] if args.with_hang else []

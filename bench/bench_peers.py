@@ -46,7 +46,7 @@ from typing import Any
 import orjson
 
 from agentos_kernel import Runtime
-from agentos_kernel.cli import main as cli_main
+from agentos_kernel.cli.main import main as cli_main
 
 CANONICAL = "hello, greet Ada"
 LEAD = {"intent": f"Fulfil the request: {CANONICAL}", "constraints": []}

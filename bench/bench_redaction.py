@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agentos_kernel import Runtime, redaction
-from agentos_kernel.cli import main as cli_main
+from agentos_kernel import Runtime
+from agentos_kernel.store import redaction
+from agentos_kernel.cli.main import main as cli_main
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -20,12 +20,12 @@ import tracemalloc
 from pathlib import Path
 
 from agentos_kernel import Runtime
-from agentos_kernel.cli import main as cli_main
+from agentos_kernel.cli.main import main as cli_main
 from agentos_kernel.clock import CounterIds, LogicalClock
-from agentos_kernel.jsonl_store import JsonlEventStore
-from agentos_kernel.recorder import SessionLog
-from agentos_kernel.replay import replay_path
-from agentos_kernel.schemas import SchemaRegistry
+from agentos_kernel.store.jsonl import JsonlEventStore
+from agentos_kernel.store.recorder import SessionLog
+from agentos_kernel.store.replay.fold import replay_path
+from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.workspace import reference_dir
 
 

@@ -41,7 +41,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from agentos_kernel.cli import main as cli_main
+from agentos_kernel.cli.main import main as cli_main
 from agentos_kernel.testing import write_long_session
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,7 +72,7 @@ def peak_mb(fn: Callable[[], object]) -> float:
 
 
 def bench_widgets(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
-    from agentos_kernel.jupyter.widgets import LayerStepper, ReplayScrubber
+    from agentos_kernel.jupyter.widgets.stepper import LayerStepper, ReplayScrubber
 
     ws = init_workspace(tmp / "ws-widgets")
     rows = []
@@ -95,7 +95,7 @@ def bench_widgets(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
 
 
 def bench_figures(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
-    from agentos_kernel.jupyter.figures import cost_figure, timeline_figure
+    from agentos_kernel.jupyter.figures.session import cost_figure, timeline_figure
 
     ws = init_workspace(tmp / "ws-figures")
     rows = []
@@ -117,8 +117,8 @@ def bench_figures(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
 def bench_replay(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
     import orjson
 
-    from agentos_kernel.replay import replay_path
-    from agentos_kernel.replay_summary import summarize_path
+    from agentos_kernel.store.replay.fold import replay_path
+    from agentos_kernel.store.replay.summary import summarize_path
 
     rows = []
     for n in sizes:
@@ -149,7 +149,7 @@ def bench_replay(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
 def bench_verify(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
     import orjson
 
-    from agentos_kernel.integrity import verify_log
+    from agentos_kernel.store.integrity import verify_log
 
     rows = []
     for n in sizes:
@@ -173,7 +173,8 @@ def bench_verify(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
 
 
 def bench_agent(tmp: Path, n: int) -> list[str]:
-    from agentos_kernel import Runtime, runtime_cache
+    from agentos_kernel import Runtime
+    from agentos_kernel.jupyter import runtime_cache
     from agentos_kernel.jupyter.api import run_agent
 
     ws = init_workspace(tmp / "ws-agent")

@@ -32,8 +32,8 @@ import orjson
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from agentos_kernel.events import Event  # noqa: E402
-from agentos_kernel.jsonl_store import JsonlEventStore  # noqa: E402
+from agentos_kernel.store.events import Event  # noqa: E402
+from agentos_kernel.store.jsonl import JsonlEventStore  # noqa: E402
 
 TRACE = [orjson.loads(line) for line in (REPO / "sessions/example/.events.jsonl").read_bytes().splitlines()]
 
@@ -47,8 +47,8 @@ def student(kind: str, target: str, name: str, sessions: int, start: threading.B
             out: list[float]) -> None:
     """Write `sessions` sessions; each append's seconds go to `out`."""
     if kind.startswith("postgres"):
-        from agentos_kernel.durability import Durability
-        from agentos_kernel.pg_store import PostgresEventStore
+        from agentos_kernel.store.durability import Durability
+        from agentos_kernel.store.postgres.store import PostgresEventStore
         store = PostgresEventStore(target, pool_max=1,
                                    durability=Durability("never" if kind.endswith("never") else "close"))
     else:
@@ -115,8 +115,8 @@ def main() -> None:
         args.students, args.sessions = 20, 1
     import psycopg
 
-    from agentos_kernel.pg_roles import add_role
-    from agentos_kernel.pg_schema import migrate
+    from agentos_kernel.store.postgres.roles import add_role
+    from agentos_kernel.store.postgres.schema import migrate
     from tests.pg_server import PgServer
 
     expected = args.students * args.sessions * len(TRACE)

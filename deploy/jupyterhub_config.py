@@ -26,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-from agentos_kernel.hub import prepare_student
+from agentos_kernel.classroom.hub import prepare_student
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
 
@@ -58,7 +58,7 @@ c.Spawner.http_timeout = 120
 
 admin_dsn = os.environ.get("AGENTOS_HUB_PG_ADMIN_DSN") or None
 if admin_dsn:
-    from agentos_kernel.pg_schema import migrate
+    from agentos_kernel.store.postgres.schema import migrate
 
     migrate(admin_dsn)  # the class database's tables, roles' groups and policies (idempotent)
 

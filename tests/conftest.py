@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import Runtime
-from agentos_kernel.cli import main as cli_main
+from agentos_kernel.cli.main import main as cli_main
 from agentos_kernel.providers.faults import load_fault_plan
 
 from .helpers import CANONICAL, REPO, Cli, Run, RunRequest, finish

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agentos_kernel import Runtime
-from agentos_kernel.events import Event, chain_of
+from agentos_kernel.store.events import Event, chain_of
 
 MAX_PAIRS = 2500
 """A bound, in case no kill comes; the parent kills long before."""

@@ -14,10 +14,10 @@ from typing import Any
 import yaml
 
 from agentos_kernel import Ok, Runtime
-from agentos_kernel.labs.audit import audit_log
+from agentos_kernel.labs.audit.log import audit_log
 from agentos_kernel.providers.base import CompletionRequest, CompletionResponse, Usage
 from agentos_kernel.providers.scripted import ScriptedProvider
-from agentos_kernel.tools import ToolCall
+from agentos_kernel.tools.dispatch import ToolCall
 
 from .helpers import Run
 

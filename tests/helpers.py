@@ -9,7 +9,7 @@ from typing import Any
 
 import agentos_kernel
 from agentos_kernel import Err, Event, Runtime
-from agentos_kernel.events import read_log
+from agentos_kernel.store.events import read_log
 
 REPO = Path(agentos_kernel.__file__).resolve().parents[1]
 CANONICAL = "hello, greet Ada"

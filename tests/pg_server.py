@@ -173,7 +173,7 @@ class PgDatabase:
         return self._role(name, instructor=True)
 
     def _role(self, name: str, instructor: bool) -> str:
-        from agentos_kernel.pg_roles import add_role
+        from agentos_kernel.store.postgres.roles import add_role
 
         password = secrets.token_hex(8)
         add_role(self.admin_dsn, name, password, instructor=instructor)
@@ -209,8 +209,8 @@ def pg_db(pg_server: PgServer) -> Iterator[PgDatabase]:
     uniquely, e.g. after `pg_db.name`). The process's pools are closed after the test."""
     import psycopg
 
-    from agentos_kernel.pg_schema import migrate
-    from agentos_kernel.pg_store import close_pools
+    from agentos_kernel.store.postgres.schema import migrate
+    from agentos_kernel.store.postgres.store import close_pools
 
     name = f"agentos_t{os.getpid()}_{next(_dbs)}"
     with psycopg.connect(pg_server.admin_dsn, autocommit=True) as conn:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import ContractError, Err, ErrorCode, Ok, Runtime
-from agentos_kernel.builtin_tools import read_file, write_file
-from agentos_kernel.tools import ToolContext
+from agentos_kernel.tools.builtin import read_file, write_file
+from agentos_kernel.tools.dispatch import ToolContext
 
 from .helpers import CANONICAL, Cli, Run, RunRequest
 

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from agentos_kernel import Err, ErrorCode, HookDecision, HookHandler, Ok, Runtime, ToolCall, ToolDef
-from agentos_kernel.events import read_log, verify_chain
+from agentos_kernel.store.events import read_log, verify_chain
 from agentos_kernel.jupyter.api import WorkbenchError, register_skill, run_agent
-from agentos_kernel.profile import RuntimeProfile
+from agentos_kernel.config import RuntimeProfile
 from agentos_kernel.providers.faults import Fault, FaultPlan
-from agentos_kernel.textcheck import DEFAULT_MAX_PROMPT_BYTES, text_problem
-from agentos_kernel.tools import dispatch_tool
+from agentos_kernel.schemas.textcheck import DEFAULT_MAX_PROMPT_BYTES, text_problem
+from agentos_kernel.tools.dispatch import dispatch_tool
 
 from .helpers import CANONICAL, REPO, Cli
 
@@ -224,7 +224,7 @@ def test_a_hook_transform_to_args_that_are_not_text_is_a_deny(workspace: Path) -
 
 def test_an_mcp_client_argument_that_is_not_text_is_an_error_result(runtime: Runtime) -> None:
     pytest.importorskip("mcp")
-    from agentos_kernel.mcp_serve import ServedTools
+    from agentos_kernel.tools.mcp_serve import ServedTools
 
     session = runtime.start_session("served", "mcp")
     assert not isinstance(session, Err)

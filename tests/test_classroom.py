@@ -1,4 +1,4 @@
-"""The instructor's views of a class (agentos_kernel/classroom.py, jupyter/class_figures.py;
+"""The instructor's views of a class (agentos_kernel/classroom/views.py, jupyter/class_figures.py;
 issue 14): a small simulated class, each view checked against what the logs and the fault
 plans say."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.classroom import (
+from agentos_kernel.classroom.views import (
     LAB_FAULTS,
     LABS,
     NO_LAB,
@@ -23,7 +23,7 @@ from agentos_kernel.classroom import (
     simulate_class,
     workspaces_source,
 )
-from agentos_kernel.replay import replay_path
+from agentos_kernel.store.replay.fold import replay_path
 
 # The fail-closed code each preset leaves as its log's root cause (the spec's Fail-closed Cases).
 ROOT_CAUSE = {

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import Ok, Runtime
-from agentos_kernel.cli import build_parser
-from agentos_kernel.cli import main as cli_main
+from agentos_kernel.cli.main import build_parser
+from agentos_kernel.cli.main import main as cli_main
 
 from .helpers import CANONICAL, REPO, Cli
 
@@ -173,7 +173,7 @@ def test_validate_reports_a_config_type_error_with_its_field(workspace: Path, cl
 # -- import cost: the runtime never pulls in the notebook stack -------------------------------------
 
 
-@pytest.mark.parametrize("module", ["agentos_kernel", "agentos_kernel.cli", "agentos_kernel.kernel"])
+@pytest.mark.parametrize("module", ["agentos_kernel", "agentos_kernel.cli.main", "agentos_kernel.kernel"])
 def test_import_does_not_load_the_notebook_stack(module: str) -> None:
     code = (f"import sys, json, {module}\n"
             "heavy = ('pandas', 'matplotlib', 'ipywidgets', 'IPython')\n"

@@ -23,9 +23,9 @@ from agentos_kernel import Err, ErrorCode, Runtime
 from agentos_kernel import clock as clock_mod
 from agentos_kernel import kernel as kernel_mod
 from agentos_kernel.clock import RandomIds, uuid7
-from agentos_kernel.events import read_log, verify_chain
-from agentos_kernel.jsonl_store import JsonlEventStore
-from agentos_kernel.sessionlock import SessionLocked
+from agentos_kernel.store.events import read_log, verify_chain
+from agentos_kernel.store.jsonl import JsonlEventStore
+from agentos_kernel.store.lock import SessionLocked
 
 from .helpers import Cli
 

@@ -17,13 +17,13 @@ import pytest
 import yaml
 
 from agentos_kernel import Err, ErrorCode, Runtime
-from agentos_kernel.builtin_tools import sha256_of, write_file
+from agentos_kernel.tools.builtin import sha256_of, write_file
 from agentos_kernel.errors import ContractError
-from agentos_kernel.events import read_log, verify_chain
-from agentos_kernel.labs.audit import audit_log
+from agentos_kernel.store.events import read_log, verify_chain
+from agentos_kernel.labs.audit.log import audit_log
 from agentos_kernel.providers.faults import plan_from_doc
-from agentos_kernel.tools import ToolContext
-from agentos_kernel.write_scope import CONTRACTS, DEFAULT_WRITABLE, build_scope
+from agentos_kernel.tools.dispatch import ToolContext
+from agentos_kernel.tools.write_scope import CONTRACTS, DEFAULT_WRITABLE, build_scope
 
 from .helpers import REPO, Cli
 
@@ -282,7 +282,7 @@ def test_docs_state_the_default_and_every_protected_path() -> None:
 
 @pytest.fixture
 def fresh_cache() -> Any:
-    from agentos_kernel.runtime_cache import clear
+    from agentos_kernel.jupyter.runtime_cache import clear
 
     clear()
     yield
@@ -291,7 +291,7 @@ def fresh_cache() -> Any:
 
 def test_a_cached_runtime_takes_contract_changes_only_through_the_validated_load(
         ws: Path, fresh_cache: None) -> None:
-    from agentos_kernel.runtime_cache import cached_runtime
+    from agentos_kernel.jupyter.runtime_cache import cached_runtime
 
     rt = cached_runtime(ws)
     skill = ws / "skills" / "greet" / "SKILL.md"

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 from agentos_kernel import Runtime
-from agentos_kernel.difftext import diff_logs
-from agentos_kernel.fork import fork
-from agentos_kernel.logdiff import diff_events
+from agentos_kernel.runs.difftext import diff_logs
+from agentos_kernel.runs.fork import fork
+from agentos_kernel.runs.diff import diff_events
 from agentos_kernel.providers.faults import load_fault_plan
-from agentos_kernel.rerun import compare
+from agentos_kernel.runs.rerun import compare
 
 from .helpers import Cli, Run, RunRequest
 

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from agentos_kernel import ContractError, Runtime
-from agentos_kernel.durability import DEFAULT_FSYNC, Durability
-from agentos_kernel.events import Event, read_log, verify_chain
-from agentos_kernel.jsonl_store import JsonlEventStore
+from agentos_kernel.store.durability import DEFAULT_FSYNC, Durability
+from agentos_kernel.store.events import Event, read_log, verify_chain
+from agentos_kernel.store.jsonl import JsonlEventStore
 from agentos_kernel.validate import validate_workspace
 
 Synced = list[tuple[str, str]]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import ContractError, Err, ErrorCode, Runtime, SchemaRegistry
-from agentos_kernel.events import read_log
+from agentos_kernel.store.events import read_log
 
 from .helpers import CANONICAL, NOTE_PROMPT, Cli, Run, RunRequest
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import Problem, SchemaRegistry
-from agentos_kernel.frontmatter import load
+from agentos_kernel.skills.frontmatter import load
 from agentos_kernel.workspace import reference_dir
 
 

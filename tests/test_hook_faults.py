@@ -21,7 +21,7 @@ from agentos_kernel import ErrorCode, HookBus, HookDecision, HookHandler, Runtim
 from agentos_kernel.hooks.bus import MAX_REASON
 from agentos_kernel.hooks.command_hooks import MAX_STDOUT
 from agentos_kernel.hooks.loader import handler_from_entry
-from agentos_kernel.recorder import SessionLog
+from agentos_kernel.store.recorder import SessionLog
 
 from .fault_kit import add_profile, assert_closed_not_ok, process_gone
 from .helpers import CANONICAL, RunRequest, finish

@@ -12,7 +12,7 @@ import pytest
 from agentos_kernel import HookBus, HookDecision, HookHandler, Runtime
 from agentos_kernel.hooks import builtin
 from agentos_kernel.hooks.runner import HANDOFFS, bounded, is_bounded
-from agentos_kernel.recorder import SessionLog
+from agentos_kernel.store.recorder import SessionLog
 
 from .helpers import RunRequest
 

@@ -17,7 +17,7 @@ import pytest
 from agentos_kernel import ErrorCode, HookBus, HookDecision, HookHandler, Runtime
 from agentos_kernel.hooks import builtin
 from agentos_kernel.hooks.loader import handler_from_entry
-from agentos_kernel.recorder import SessionLog
+from agentos_kernel.store.recorder import SessionLog
 
 from .helpers import CANONICAL, Run, RunRequest
 

@@ -1,4 +1,4 @@
-"""What the class hub does before a student's server starts (agentos_kernel/hub.py), and the
+"""What the class hub does before a student's server starts (agentos_kernel/classroom/hub.py), and the
 dashboard's class source on the PostgreSQL store (classroom.postgres_source), without a hub."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.classroom import class_frame, postgres_source, sessions_per_student
+from agentos_kernel.classroom.views import class_frame, postgres_source, sessions_per_student
 from agentos_kernel.errors import Ok
-from agentos_kernel.hub import DSN_ENV, HubSetupError, prepare_student, use_class_store
+from agentos_kernel.classroom.hub import DSN_ENV, HubSetupError, prepare_student, use_class_store
 from agentos_kernel.kernel import Runtime
 
 from .pg_server import PgDatabase

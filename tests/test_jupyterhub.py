@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.classroom import class_frame, postgres_source, sessions_per_student
+from agentos_kernel.classroom.views import class_frame, postgres_source, sessions_per_student
 
 from .hubclient import Hub, running_hub
 from .pg_server import PgDatabase
@@ -30,7 +30,7 @@ PASSWORD = "agentos-class"
 REPORT = """
 import json, os
 from agentos_kernel.kernel import Runtime
-from agentos_kernel.pg_store import PostgresEventStore
+from agentos_kernel.store.postgres.store import PostgresEventStore
 rt = Runtime.from_workspace()
 other = {"alice": "bob", "bob": "alice"}[os.environ["USER"]]
 print(json.dumps({

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agentos_kernel import Event, Runtime
-from agentos_kernel.livetrace import LiveTrace, header, line
+from agentos_kernel.telemetry.livetrace import LiveTrace, header, line
 
 from .helpers import CANONICAL
 

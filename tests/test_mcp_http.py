@@ -20,9 +20,9 @@ pytest.importorskip("mcp", reason="the MCP bridge needs the official `mcp` SDK (
 from mcp.server.mcpserver import MCPServer
 
 from agentos_kernel import Runtime
-from agentos_kernel.cli import main as cli_main
+from agentos_kernel.cli.main import main as cli_main
 from agentos_kernel.errors import ContractError, Err, Ok
-from agentos_kernel.tools import ToolCall, dispatch_tool
+from agentos_kernel.tools.dispatch import ToolCall, dispatch_tool
 
 
 def _app() -> Any:

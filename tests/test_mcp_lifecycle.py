@@ -20,10 +20,10 @@ import yaml
 pytest.importorskip("mcp", reason="the MCP bridge needs the official `mcp` SDK (pip install mcp)")
 
 from agentos_kernel import Runtime
-from agentos_kernel.cli import main as cli_main
+from agentos_kernel.cli.main import main as cli_main
 from agentos_kernel.errors import Err, Ok
-from agentos_kernel.events import Event
-from agentos_kernel.tools import ToolCall, dispatch_tool
+from agentos_kernel.store.events import Event
+from agentos_kernel.tools.dispatch import ToolCall, dispatch_tool
 
 FLAKY = Path(__file__).resolve().parent / "mcp_servers" / "flaky_server.py"
 

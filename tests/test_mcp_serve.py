@@ -17,9 +17,9 @@ pytest.importorskip("mcp", reason="agentos mcp serve needs the official `mcp` SD
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
-from agentos_kernel.cli import main as cli_main
-from agentos_kernel.events import read_log
-from agentos_kernel.mcp_serve import SERVE_PROMPT, SERVED_ACTOR
+from agentos_kernel.cli.main import main as cli_main
+from agentos_kernel.store.events import read_log
+from agentos_kernel.tools.mcp_serve import SERVE_PROMPT, SERVED_ACTOR
 
 # The student's gate: a command hook that refuses write_file to anything outside notes/.
 GUARD = """import json, sys

@@ -19,11 +19,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from agentos_kernel import Err, Runtime
-from agentos_kernel.events import read_log
-from agentos_kernel.otel import OtelUnavailable, otlp_json, readable_spans, require_sdk, session_records
-from agentos_kernel.otel_spans import spans_of, ts_ns
+from agentos_kernel.store.events import read_log
+from agentos_kernel.telemetry.otel import OtelUnavailable, otlp_json, readable_spans, require_sdk, session_records
+from agentos_kernel.telemetry.otel_spans import spans_of, ts_ns
 from agentos_kernel.providers.faults import PRESETS, load_fault_plan
-from agentos_kernel.recorder import failure_code
+from agentos_kernel.store.recorder import failure_code
 
 from .fault_kit import add_profile
 from .helpers import CANONICAL, REPO, Run, RunRequest
@@ -274,7 +274,7 @@ def _run_id(rt: Runtime, prompt: str) -> str:
 
 # -- the extra ----------------------------------------------------------------------------
 def test_import_and_help_never_load_the_sdk(tmp_path: Path) -> None:
-    probe = ("import sys\nimport agentos_kernel\nfrom agentos_kernel.cli import build_parser\n"
+    probe = ("import sys\nimport agentos_kernel\nfrom agentos_kernel.cli.main import build_parser\n"
              "build_parser()\nprint(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
                          check=True)

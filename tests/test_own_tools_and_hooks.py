@@ -12,7 +12,7 @@ import pytest
 
 from agentos_kernel import ContractError, Err, ErrorCode, Ok, Runtime, ToolDef
 from agentos_kernel.errors import DomainError, Result
-from agentos_kernel.tools import ToolContext
+from agentos_kernel.tools.dispatch import ToolContext
 
 from .helpers import CANONICAL, Run, finish
 

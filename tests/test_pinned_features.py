@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from agentos_kernel import ErrorCode, HookDecision, HookHandler, Runtime
-from agentos_kernel.events import read_log
+from agentos_kernel.store.events import read_log
 
 from .fault_kit import LoopingWorker, Raising, add_profile, assert_closed_not_ok, use_provider
 from .helpers import CANONICAL, Run, finish
@@ -117,7 +117,7 @@ def test_a_crash_inside_a_run_closes_the_session_with_the_reason(
                            {"from": "INTAKE", "to": "LEAD", "role": "lead", "attempt": 1})
         raise RuntimeError("a bug in the runtime")
 
-    monkeypatch.setattr("agentos_kernel.flow.run_pwr", broken_pwr)
+    monkeypatch.setattr("agentos_kernel.roles.flow.run_pwr", broken_pwr)
     with pytest.raises(RuntimeError, match="a bug in the runtime"):
         runtime.handle_user_request(CANONICAL)
     run = _crashed(runtime)

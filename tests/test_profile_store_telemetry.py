@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from agentos_kernel import ContractError, Runtime
-from agentos_kernel.profile import EventStoreConfig, TelemetryConfig
+from agentos_kernel.config import EventStoreConfig, TelemetryConfig
 
 
 def _profile(workspace: Path, **extra: object) -> None:
@@ -28,8 +28,8 @@ def test_without_them_a_profile_stores_jsonl_and_exports_nothing(workspace: Path
 def test_both_are_read_into_their_values(workspace: Path) -> None:
     _profile(workspace, event_store={"kind": "postgres", "dsn_env": "AGENTOS_PG_DSN", "pool_max": 8},
              telemetry={"otlp_endpoint": "http://127.0.0.1:4318/v1/traces"})
-    from agentos_kernel.profile import load_config
-    from agentos_kernel.schemas import SchemaRegistry
+    from agentos_kernel.config import load_config
+    from agentos_kernel.schemas.registry import SchemaRegistry
     config = load_config(workspace / "agentos.yaml", SchemaRegistry.load(workspace / "schemas"))
     profile = config.profile("scripted")
     assert profile.event_store == EventStoreConfig("postgres", "AGENTOS_PG_DSN", 8)

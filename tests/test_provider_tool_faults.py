@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agentos_kernel import DomainError, Err, ErrorCode, Ok, Runtime, ToolDef
-from agentos_kernel.events import read_log
+from agentos_kernel.store.events import read_log
 from agentos_kernel.providers.anthropic import AnthropicProvider
 from agentos_kernel.providers.base import (
     MAX_RETRY_AFTER_S,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from agentos_kernel import ContractError, Runtime
 from agentos_kernel.hooks import builtin
-from agentos_kernel.redaction import (
+from agentos_kernel.store.redaction import (
     PII_CATEGORIES,
     Redactor,
     _CleanStrings,
@@ -25,7 +25,7 @@ from agentos_kernel.redaction import (
     redact,
     redact_with,
 )
-from agentos_kernel.redaction_shapes import PII, SECRETS, SENSITIVE_NAME, Shape
+from agentos_kernel.store.redaction_shapes import PII, SECRETS, SENSITIVE_NAME, Shape
 
 from .fault_kit import add_profile
 from .helpers import CANONICAL, finish
@@ -238,8 +238,8 @@ def test_the_docs_list_exactly_the_code_shapes() -> None:
 
 
 def test_the_mcp_serve_flag_offers_the_modes_it_knows() -> None:
-    from agentos_kernel.cli import build_parser
-    from agentos_kernel.mcp_serve import OUTBOUND
+    from agentos_kernel.cli.main import build_parser
+    from agentos_kernel.tools.mcp_serve import OUTBOUND
 
     parser = build_parser()
     args = parser.parse_args(["mcp", "serve"])

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import Runtime
-from agentos_kernel.cli import main as cli_main
-from agentos_kernel.redaction import PII_CATEGORIES
+from agentos_kernel.cli.main import main as cli_main
+from agentos_kernel.store.redaction import PII_CATEGORIES
 
 from .fault_kit import add_profile
 from .redaction_canaries import ALL, SECRET_CANARIES, Canary
@@ -134,8 +134,8 @@ class Sinks:
         assert code == 0, text
         code, js = _cli("grade", sub.parent, "--json", "--jobs", "1", "--no-progress")
         assert code == 0, js
-        from agentos_kernel.labs.grade import grade_submission
-        from agentos_kernel.labs.report import failures, table, to_frame
+        from agentos_kernel.labs.rubric.grade import grade_submission
+        from agentos_kernel.labs.rubric.report import failures, table, to_frame
 
         grade = grade_submission(sub)
         frame = to_frame([grade])
@@ -169,7 +169,7 @@ class Sinks:
         return _cli("verify", root)[1] + _cli("verify", root, "--json")[1]
 
     def _mcp(self, mode: str, profile: str | None = None) -> str:
-        from agentos_kernel.mcp_serve import SERVE_PROMPT, ServedTools
+        from agentos_kernel.tools.mcp_serve import SERVE_PROMPT, ServedTools
 
         rt = Runtime.from_workspace(self.ws, profile=profile)
         session = rt.start_session(SERVE_PROMPT, f"mcp-{mode}-{profile or 'default'}", actor="mcp-client")

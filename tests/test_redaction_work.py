@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel import Runtime, redaction
-from agentos_kernel.redaction import _CleanStrings, redact
+from agentos_kernel import Runtime
+from agentos_kernel.store import redaction
+from agentos_kernel.store.redaction import _CleanStrings, redact
 
 from .helpers import CANONICAL, RunRequest, finish
 

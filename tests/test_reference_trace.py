@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from agentos_kernel import Runtime
-from agentos_kernel.cli import main
+from agentos_kernel.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "sessions" / "example"

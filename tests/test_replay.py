@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import Ok, Runtime, ToolRegistry, replay, verify_chain
-from agentos_kernel.events import Event, read_log
-from agentos_kernel.replay import replay_path, replay_steps
+from agentos_kernel.store.events import Event, read_log
+from agentos_kernel.store.replay.fold import replay_path, replay_steps
 
 from .helpers import CANONICAL, Cli, Run, RunRequest
 
@@ -210,8 +210,8 @@ def test_each_replay_folds_into_its_own_containers(canonical_run: Run) -> None:
     blank itself, must share no list or dict, or one replay would leak into the next."""
     from dataclasses import asdict
 
-    from agentos_kernel.replay import _BLANK
-    from agentos_kernel.snapshot import Snapshot
+    from agentos_kernel.store.replay.fold import _BLANK
+    from agentos_kernel.store.replay.snapshot import Snapshot
 
     first = replay(canonical_run.events)
     assert first.tools_invoked and first.roles and first.cost.input_tokens

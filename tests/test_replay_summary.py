@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel.errors import Ok
-from agentos_kernel.events import LogError, read_log
-from agentos_kernel.replay import LISTS, replay_path
-from agentos_kernel.replay_summary import RECENT, SnapshotSummary, summarize, summarize_path
+from agentos_kernel.store.events import LogError, read_log
+from agentos_kernel.store.replay.fold import LISTS, replay_path
+from agentos_kernel.store.replay.summary import RECENT, SnapshotSummary, summarize, summarize_path
 from agentos_kernel.testing import write_long_session
 
 from .helpers import Cli, RunRequest

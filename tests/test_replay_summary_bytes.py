@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agentos_kernel.events import canonical, read_log
-from agentos_kernel.replay import replay_path
-from agentos_kernel.replay_summary import summarize, summarize_path
+from agentos_kernel.store.events import canonical, read_log
+from agentos_kernel.store.replay.fold import replay_path
+from agentos_kernel.store.replay.summary import summarize, summarize_path
 from agentos_kernel.testing import write_long_session
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from agentos_kernel import Err, Runtime
 from agentos_kernel.errors import ErrorCode
-from agentos_kernel.rerun import RerunReport, rerun
+from agentos_kernel.runs.rerun import RerunReport, rerun
 
 from .helpers import CANONICAL, NOTE_PROMPT, RunRequest
 

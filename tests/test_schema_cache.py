@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentos_kernel import Runtime
-from agentos_kernel.schemas import SchemaRegistry
+from agentos_kernel.schemas.registry import SchemaRegistry
 
 
 def test_resolved_is_inlined_once_and_each_caller_gets_its_own_copy(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import ContractError, Err, ErrorCode, InvariantViolation, Ok, Runtime, SchemaRegistry
-from agentos_kernel.recorder import EVENT_SCHEMAS
+from agentos_kernel.store.recorder import EVENT_SCHEMAS
 from agentos_kernel.workspace import reference_dir
 
 # The spec's "Shared JSON Schemas": id -> its required fields, exactly.

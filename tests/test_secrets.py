@@ -28,7 +28,7 @@ from agentos_kernel import (
 )
 from agentos_kernel.providers.base import CompletionRequest, CompletionResponse, Usage
 from agentos_kernel.providers.openai_compat import OpenAICompatProvider
-from agentos_kernel.redaction import Redactor, luhn_ok, redact
+from agentos_kernel.store.redaction import Redactor, luhn_ok, redact
 
 from .fault_kit import add_profile
 from .helpers import Cli, Run, finish

@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from agentos_kernel import ContractError, Runtime
-from agentos_kernel.events import LOG_NAME
-from agentos_kernel.integrity import verify_log
-from agentos_kernel.profile import EventStoreConfig, load_config
-from agentos_kernel.schemas import SchemaRegistry
+from agentos_kernel.store.events import LOG_NAME
+from agentos_kernel.store.integrity import verify_log
+from agentos_kernel.config import EventStoreConfig, load_config
+from agentos_kernel.schemas.registry import SchemaRegistry
 
 from .helpers import REPO, Cli, RunRequest
 
@@ -133,7 +133,7 @@ def test_a_dangling_sessions_link_inside_is_refused_not_looped_on(workspace: Pat
     code, _, err = cli("--workspace", workspace, "run", "hello, greet Ada")
     assert code == 2 and "which is not a folder" in err
     # Under the store, the lock itself raised nothing and retried forever: now it raises.
-    probe = ("import sys; from pathlib import Path; from agentos_kernel.sessionlock import SessionLock\n"
+    probe = ("import sys; from pathlib import Path; from agentos_kernel.store.lock import SessionLock\n"
              "SessionLock.acquire(Path(sys.argv[1]), 's0001')")
     done = subprocess.run([sys.executable, "-c", probe, str(workspace / "sessions" / "s0001")],
                           capture_output=True, text=True, timeout=60, cwd=REPO,

@@ -14,7 +14,7 @@ MYPY = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["too
 
 def test_every_override_names_a_module_of_the_package_that_exists() -> None:
     named = [m for o in MYPY["overrides"] for m in o["module"] if m.split(".")[0] == "agentos_kernel"]
-    assert "agentos_kernel.kernel" in named and "agentos_kernel.session" in named
+    assert "agentos_kernel.kernel" in named and "agentos_kernel.roles.session" in named
     missing = [m for m in named if importlib.util.find_spec(m) is None]
     assert not missing, f"pyproject.toml [tool.mypy] overrides name modules that do not exist: {missing}"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agentos_kernel.events import canonical
-from agentos_kernel.integrity import verify_log
+from agentos_kernel.store.events import canonical
+from agentos_kernel.store.integrity import verify_log
 
 from .helpers import REPO, Run, RunRequest
 

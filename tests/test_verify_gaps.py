@@ -13,11 +13,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agentos_kernel.events import LOG_NAME, Event, TornTail, canonical, chain_of, read_log
-from agentos_kernel.integrity import verify_log
-from agentos_kernel.labs.audit import audit_log
-from agentos_kernel.log_repair import repair_torn
-from agentos_kernel.replay import replay_path
+from agentos_kernel.store.events import LOG_NAME, Event, TornTail, canonical, chain_of, read_log
+from agentos_kernel.store.integrity import verify_log
+from agentos_kernel.labs.audit.log import audit_log
+from agentos_kernel.store.repair import repair_torn
+from agentos_kernel.store.replay.fold import replay_path
 
 from .helpers import Cli, Run, RunRequest
 
@@ -204,7 +204,7 @@ def test_nesting_deeper_than_the_encoder_goes_is_a_finding_not_a_crash(canonical
 
 def test_a_log_of_ours_is_parsed_once(run_request: RunRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a line that is not our writer's canonical bytes is parsed a second time."""
-    from agentos_kernel import integrity_scan
+    from agentos_kernel.store import integrity_scan
 
     calls: list[bytes] = []
     monkeypatch.setattr(integrity_scan, "duplicate_key", lambda raw: calls.append(raw))

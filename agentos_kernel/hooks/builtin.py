@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..redaction_shapes import PII, PII_BY_NAME, SECRETS, Shape
+from ..store.redaction_shapes import PII, PII_BY_NAME, SECRETS, Shape
 from .bus import HookDecision, HookHandler
 from .runner import bounded
 

@@ -16,14 +16,14 @@ _LAZY = {
     "WorkbenchError": "api",
     "UnknownSession": "source", "load_session": "source",
     "events_frame": "frames", "cost_by_role": "frames", "cumulative_cost": "frames",
-    "timeline_figure": "figures", "cost_figure": "figures", "phase_graph_figure": "figures",
-    "phase_graph_data": "figures", "SvgFigure": "figures",
-    "LogDiff": "diffview", "DiffView": "diffview", "diff_sessions": "diffview",
-    "cost_whatif": "whatif", "CostWhatIf": "whatif",
-    "LayerStepper": "widgets", "ReplayScrubber": "widgets", "diff_snapshots": "widgets",
-    "LiveStepper": "livestep",
-    "sessions_figure": "class_figures", "failures_figure": "class_figures",
-    "lab_cost_figure": "class_figures", "class_timeline_figure": "class_figures",
+    "timeline_figure": "figures.session", "cost_figure": "figures.session", "phase_graph_figure": "figures.session",
+    "phase_graph_data": "figures.session", "SvgFigure": "figures.session",
+    "LogDiff": "widgets.diffview", "DiffView": "widgets.diffview", "diff_sessions": "widgets.diffview",
+    "cost_whatif": "figures.whatif", "CostWhatIf": "figures.whatif",
+    "LayerStepper": "widgets.stepper", "ReplayScrubber": "widgets.stepper", "diff_snapshots": "widgets.stepper",
+    "LiveStepper": "widgets.livestep",
+    "sessions_figure": "figures.classroom", "failures_figure": "figures.classroom",
+    "lab_cost_figure": "figures.classroom", "class_timeline_figure": "figures.classroom",
 }
 
 __all__ = sorted([*_LAZY, "load_ipython_extension"])

@@ -14,22 +14,22 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .. import frontmatter
-from ..builtin_tools import BUILTIN_TOOLS
+from ..skills import frontmatter
+from ..tools.builtin import BUILTIN_TOOLS
 from ..errors import DomainError, Err, Problem
-from ..events import LOG_NAME, TornTailWarning
-from ..integrity import VerifyReport, verify_log
+from ..store.events import LOG_NAME, TornTailWarning
+from ..store.integrity import VerifyReport, verify_log
 from ..kernel import Runtime
-from ..livetrace import LiveTrace
-from ..profile import load_config
+from ..telemetry.livetrace import LiveTrace
+from ..config import load_config
 from ..providers.faults import load_fault_plan
-from ..replay import replay
-from ..replay_summary import summarize, summarize_path
-from ..rerun import rerun
-from ..runtime_cache import cached_runtime
-from ..schemas import SchemaRegistry
-from ..skills import discover
-from ..textcheck import text_error
+from ..store.replay.fold import replay
+from ..store.replay.summary import summarize, summarize_path
+from ..runs.rerun import rerun
+from .runtime_cache import cached_runtime
+from ..schemas.registry import SchemaRegistry
+from ..skills.registry import discover
+from ..schemas.textcheck import text_error
 from ..workspace import find_workspace
 from .display import AgentRun, CycleInfo, SnapshotView
 from .source import SessionData, load_session, session_log
@@ -76,7 +76,7 @@ def fork_agent(target: str, *, profile: str | None = None, faults: str | None = 
                session: str | None = None, workspace: Path | str | None = None) -> AgentRun:
     """`%agent --fork ID@K`: a new session beginning with the parent's first K events, then
     `session.forked`, then the rest of the request run live (fork.py), read back."""
-    from ..fork import fork, parse_target
+    from ..runs.fork import fork, parse_target
 
     try:
         parent, at = parse_target(target)

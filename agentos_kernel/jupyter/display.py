@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DomainError
-from ..events import Event
-from ..recorder import layer_of
-from ..replay import Snapshot
-from ..replay_summary import SnapshotSummary
-from ..trace import summary
+from ..store.events import Event
+from ..store.recorder import layer_of
+from ..store.replay.fold import Snapshot
+from ..store.replay.summary import SnapshotSummary
+from ..telemetry.trace import summary
 from ..workspace import Workspace
 from .layers import FAILURE_TYPES, LAYER_COLORS, LAYER_NAMES, esc, layer_counts, pretty, schema_of, text_on
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..recorder import layer_of
-from ..roles import ROLES
+from ..store.recorder import layer_of
+from ..roles.agents import ROLES
 from .layers import FAILURE_TYPES
 from .source import load_session
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..events import Event
-from ..recorder import EVENT_SCHEMAS, layer_of
+from ..store.events import Event
+from ..store.recorder import EVENT_SCHEMAS, layer_of
 
 LAYER_NAMES: dict[str, str] = {
     "L1": "MCP-first Tool Protocol",

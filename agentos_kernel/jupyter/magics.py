@@ -20,7 +20,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from ..providers.faults import PRESETS
-from ..textcheck import text_error
+from ..schemas.textcheck import text_error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,7 +58,7 @@ def _errors_as_usage(name: str) -> Callable[[Callable[..., Any]], Callable[..., 
         @wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Any:
             from ..errors import ContractError
-            from ..events import LogError
+            from ..store.events import LogError
             from ..providers.faults import FaultPlanError
             from . import api
             from .source import UnknownSession
@@ -171,7 +171,7 @@ class AgentMagics(Magics):
         if args.step:
             if args.live:
                 AGENT.error("--step shows the trace in the widget: drop --live")
-            from .livestep import LiveStepper  # ipywidgets loads here, on first use
+            from .widgets.livestep import LiveStepper  # ipywidgets loads here, on first use
 
             return LiveStepper(prompt, workspace=args.workspace, profile=args.profile,
                                faults=args.faults, layers=args.layer, session_id=args.session,
@@ -209,7 +209,7 @@ class AgentMagics(Magics):
         args = EVENTS.parse_line(line)
         if args is None:
             return None
-        from ..trace import check_type
+        from ..telemetry.trace import check_type
         from .frames import events_frame  # pandas loads here, on first use
 
         frame = events_frame(_need_session(EVENTS, args, self.last_session), args.workspace)
@@ -232,7 +232,7 @@ class AgentMagics(Magics):
             return None
         if not (args.a and args.b):
             DIFF.error("name both sessions")
-        from .diffview import DiffView, diff_sessions  # ipywidgets loads here, on first use
+        from .widgets.diffview import DiffView, diff_sessions  # ipywidgets loads here, on first use
 
         return DiffView(diff_sessions(args.a, args.b, args.workspace))
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, check_session_id
-from ..jsonl_store import JsonlEventStore
-from ..logview import LogEvents
+from ..store.events import Event, check_session_id
+from ..store.jsonl import JsonlEventStore
+from ..store.replay.logview import LogEvents
 from ..workspace import Workspace, find_workspace
 
 

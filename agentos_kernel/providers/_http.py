@@ -14,12 +14,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import DomainError, Err, ErrorCode, Result
-from ..redaction import Redactor
+from ..store.redaction import Redactor
 from ._transport import MAX_ANSWER_BYTES, Connections, post_json, retry_after
 from .base import CompletionRequest, CompletionResponse, ProviderFault, complete_with_retries
 
 if TYPE_CHECKING:
-    from ..profile import RuntimeProfile
+    from ..config import RuntimeProfile
 
 def equal_jitter(wait: float) -> float:
     """A backoff wait spread over its upper half (Retry-After, when longer, still wins)."""

@@ -25,7 +25,7 @@ import urllib.request
 from datetime import UTC, datetime
 from typing import Any
 
-from ..redaction import redact
+from ..store.redaction import redact
 from .base import ProviderFault
 
 _SNIPPET = 300  # enough of an error body to act on, short enough for an event

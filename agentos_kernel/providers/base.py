@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
-from ..redaction import redact
-from ..tools import ToolCall
+from ..store.redaction import redact
+from ..tools.dispatch import ToolCall
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
-from ..events import Event
-from ..logdiff import first_difference, rename_session, short
-from ..redaction import redact
-from ..tools import ToolCall
+from ..store.events import Event
+from ..runs.diff import first_difference, rename_session, short
+from ..store.redaction import redact
+from ..tools.dispatch import ToolCall
 from .base import CompletionRequest, CompletionResponse, Usage
 
 COMPARED = ("messages", "model", "tools")

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
-from ..events import canonical
-from ..redaction import redact
+from ..store.events import canonical
+from ..store.redaction import redact
 from .base import CompletionRequest, CompletionResponse, Provider
 from .cassette import _response
 

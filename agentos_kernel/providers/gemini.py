@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-from ..tools import ToolCall
+from ..tools.dispatch import ToolCall
 from ._http import HttpAdapter, assistant_tool_calls, cost, tool_message
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage
 from .structured import gemini_schema

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..tools import ToolCall
+from ..tools.dispatch import ToolCall
 from ._http import HttpAdapter, assistant_tool_calls, cost, tool_message
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage
 from .structured import drop_optional_nulls, openai_response_format

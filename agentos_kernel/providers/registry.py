@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import Problem
-from ..profile import RuntimeProfile
+from ..config import RuntimeProfile
 from ..workspace import reference_dir
 from .base import Provider
 from .faults import FaultPlan

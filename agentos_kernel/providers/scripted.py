@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from ..errors import Result
-from ..tools import ToolCall
+from ..tools.dispatch import ToolCall
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage, complete_with_retries
 from .faults import Fault, FaultPlan
 from .scripted_personas import persona_of, persona_output, persona_step

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from ..tools import ToolCall
+from ..tools.dispatch import ToolCall
 from .base import ProviderFault
 
 Take = Callable[[str], Any]

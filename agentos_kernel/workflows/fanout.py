@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode
-from ..roles import call_role
+from ..roles.agents import call_role
 from .activation import Activation, prepare
 from .model import Cycle, Persona, Phase, WorkflowRegistry
 from .policy import GATE_ORDER, ROUTE_ORDER, Decision, Policy, Reported, aggregate, conservative, decide

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
-from ..roles import AgentDef
+from ..roles.agents import AgentDef
 from .policy import Policy
 from .signals import Signal
 

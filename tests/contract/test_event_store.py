@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.events import Event, EventStore
-from agentos_kernel.jsonl_store import JsonlEventStore
-from agentos_kernel.sessionlock import SessionExists, SessionLocked
+from agentos_kernel.store.events import Event, EventStore
+from agentos_kernel.store.jsonl import JsonlEventStore
+from agentos_kernel.store.lock import SessionExists, SessionLocked
 
 
 @dataclass
@@ -43,7 +43,7 @@ def _postgres(request: pytest.FixtureRequest) -> StoreUnderTest:
     are read back with the superuser's connection, past the store."""
     import psycopg
 
-    from agentos_kernel.pg_store import PostgresEventStore
+    from agentos_kernel.store.postgres.store import PostgresEventStore
 
     db = request.getfixturevalue("pg_db")
     dsn = db.student(f"contract_{db.name}")

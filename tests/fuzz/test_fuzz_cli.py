@@ -18,8 +18,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agentos_kernel.cli import main as cli_main
-from agentos_kernel.events import read_log, verify_chain
+from agentos_kernel.cli.main import main as cli_main
+from agentos_kernel.store.events import read_log, verify_chain
 
 from . import fuzz, one_line
 from .strategies import nasty_text

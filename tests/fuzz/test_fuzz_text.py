@@ -17,11 +17,11 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentos_kernel import ContractError, Err, ErrorCode, Runtime, ToolCall
-from agentos_kernel.events import read_log, verify_chain
+from agentos_kernel.store.events import read_log, verify_chain
 from agentos_kernel.jupyter.api import WorkbenchError, run_agent
 from agentos_kernel.providers.faults import FaultPlanError, load_fault_plan
-from agentos_kernel.textcheck import first_bad, text_problem
-from agentos_kernel.tools import dispatch_tool
+from agentos_kernel.schemas.textcheck import first_bad, text_problem
+from agentos_kernel.tools.dispatch import dispatch_tool
 
 from . import fuzz, one_line
 from .strategies import bad_text, json_values, nasty_text
@@ -199,7 +199,7 @@ NOT_UTF8 = st.sampled_from([b"\xff", b"\x80", b"\xc3(", b"\xc0\xaf", b"\xed\xa0\
 def files_ws(tbox: Box) -> Path:
     ws = tbox.root / "files_ws"
     with contextlib.redirect_stdout(io.StringIO()):
-        from agentos_kernel.cli import main
+        from agentos_kernel.cli.main import main
 
         assert main(["init", str(ws)]) == 0
     (ws / "plan.yaml").write_text("faults:\n  - {kind: malformed_json, role: worker}\n", encoding="utf-8")

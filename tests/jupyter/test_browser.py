@@ -112,8 +112,8 @@ def lab(tmp_path: Path) -> Iterator[str]:
 
 LIVE = "live_step.ipynb"
 LIVE_CELLS = [
-    "from agentos_kernel.cli import main\nmain(['init', 'ws'])",
-    "from agentos_kernel.jupyter.livestep import LiveStepper\n"
+    "from agentos_kernel.cli.main import main\nmain(['init', 'ws'])",
+    "from agentos_kernel.jupyter.widgets.livestep import LiveStepper\n"
     "w = LiveStepper('hello, greet Ada', workspace='ws', layers={'L1'})\nw",
 ]
 

@@ -149,7 +149,7 @@ def test_phase_graph_data_folds_the_workflow_events() -> None:
 def test_phase_graph_figure(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions" / "w"
     sessions.mkdir(parents=True)
-    from agentos_kernel.events import canonical
+    from agentos_kernel.store.events import canonical
 
     (sessions / ".events.jsonl").write_bytes(b"".join(canonical(e.to_dict()) + b"\n" for e in CYCLE))
     (tmp_path / "agentos.yaml").write_text((Path(__file__).parents[2] / "agentos.yaml").read_text())

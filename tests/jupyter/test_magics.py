@@ -9,7 +9,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from agentos_kernel import replay
-from agentos_kernel.events import read_log
+from agentos_kernel.store.events import read_log
 from agentos_kernel.jupyter.display import AgentRun, SnapshotView
 from agentos_kernel.jupyter.verdicts import SkillCheck
 
@@ -53,7 +53,7 @@ def test_agent_options_reach_the_runtime(ip) -> None:
 
 
 def test_agent_live_prints_each_event_as_it_is_logged(ip, capsys: pytest.CaptureFixture[str]) -> None:
-    from agentos_kernel.livetrace import header, line
+    from agentos_kernel.telemetry.livetrace import header, line
 
     run = ip.run_line_magic("agent", f"--live {CANONICAL}")
     assert capsys.readouterr().out.splitlines() == [header()] + [line(ev) for ev in run.events]
@@ -258,7 +258,7 @@ def test_bad_cycle_arguments(ip, ws: Path, line: str, start: str) -> None:
 
 
 def test_replay_summary_is_bounded_and_agrees_with_the_snapshot(ip, ws: Path) -> None:
-    from agentos_kernel.replay_summary import SnapshotSummary
+    from agentos_kernel.store.replay.summary import SnapshotSummary
     from agentos_kernel.testing import write_long_session
 
     run = ip.run_line_magic("agent", CANONICAL)

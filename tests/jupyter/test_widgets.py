@@ -151,7 +151,7 @@ def test_long_snapshot_values_are_cut_with_an_ellipsis(run) -> None:
 
 
 def test_widgets_on_a_5k_event_session_fold_a_bounded_number_of_events_per_step(ws: Path) -> None:
-    from agentos_kernel.replay_index import CHECKPOINT_EVERY
+    from agentos_kernel.store.replay.index import CHECKPOINT_EVERY
     from agentos_kernel.testing import write_long_session
 
     write_long_session(ws / "sessions", "long", 5000)

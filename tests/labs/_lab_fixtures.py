@@ -16,8 +16,8 @@ from typing import Any
 
 import nbformat
 
-from agentos_kernel.labs.labcheck import check_notebook
-from agentos_kernel.labs.labscore import LabScore
+from agentos_kernel.labs.notebook.check import check_notebook
+from agentos_kernel.labs.notebook.score import LabScore
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LAB = FIXTURES / "lab-00-fixture"

@@ -20,7 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentos_kernel import Runtime
-from agentos_kernel.labs.audit import AuditReport, Gap, audit_log, find_logs
+from agentos_kernel.labs.audit.log import AuditReport, Gap, audit_log, find_logs
 from agentos_kernel.providers.faults import PRESETS, load_fault_plan
 
 from ..helpers import CANONICAL, NOTE_PROMPT, REPO, Cli, RunRequest

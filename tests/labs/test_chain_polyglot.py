@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agentos_kernel.events import Event, canonical, chain_of, read_log, verify_chain
+from agentos_kernel.store.events import Event, canonical, chain_of, read_log, verify_chain
 
 from ..helpers import REPO
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.cli import main as cli_main
-from agentos_kernel.labs.grade import grade_all
-from agentos_kernel.labs.model import CRITERION_KEYS
-from agentos_kernel.labs.report import Progress, to_frame, to_json
+from agentos_kernel.cli.main import main as cli_main
+from agentos_kernel.labs.rubric.grade import grade_all
+from agentos_kernel.labs.rubric.model import CRITERION_KEYS
+from agentos_kernel.labs.rubric.report import Progress, to_frame, to_json
 
 from ._grade_fixtures import EXPECTED, build_submissions
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from agentos_kernel.cli import main
-from agentos_kernel.labs.handout import copy_notebooks, notebooks_dir
-from agentos_kernel.labs.nbgrader_format import BEGIN_HIDDEN, BEGIN_SOLUTION, LabInputError
-from agentos_kernel.labs.release import student_version
+from agentos_kernel.cli.main import main
+from agentos_kernel.labs.notebook.handout import copy_notebooks, notebooks_dir
+from agentos_kernel.labs.notebook.nbgrader_format import BEGIN_HIDDEN, BEGIN_SOLUTION, LabInputError
+from agentos_kernel.labs.notebook.release import student_version
 
 from ..helpers import REPO
 
@@ -110,7 +110,7 @@ def test_the_wheel_carries_the_notebooks_and_hands_out_released_labs(tmp_path: P
         assert f"agentos_kernel/_reference/notebooks/{src.relative_to(SOURCES).as_posix()}" in names
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
-    code = ("import sys; from agentos_kernel.labs.handout import copy_notebooks, notebooks_dir; "
+    code = ("import sys; from agentos_kernel.labs.notebook.handout import copy_notebooks, notebooks_dir; "
             "print(notebooks_dir()); copy_notebooks(sys.argv[1])")
     ran = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], cwd=tmp_path,
                          env=env, capture_output=True, text=True, check=False)

@@ -16,12 +16,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from agentos_kernel.labs import labcheck
-from agentos_kernel.labs.labcheck import check_notebook
-from agentos_kernel.labs.labrun import TIMEOUT_ENAME
-from agentos_kernel.labs.labscore import LabScore, ScoreRow, score_cell
-from agentos_kernel.labs.nbgrader_format import LabInputError, compute_checksum
-from agentos_kernel.labs.release import release
+from agentos_kernel.labs.notebook import check as labcheck
+from agentos_kernel.labs.notebook.check import check_notebook
+from agentos_kernel.labs.notebook.run import TIMEOUT_ENAME
+from agentos_kernel.labs.notebook.score import LabScore, ScoreRow, score_cell
+from agentos_kernel.labs.notebook.nbgrader_format import LabInputError, compute_checksum
+from agentos_kernel.labs.notebook.release import release
 
 from ..helpers import REPO
 from ._lab_fixtures import (

@@ -13,7 +13,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from agentos_kernel.labs.nbgrader_format import (
+from agentos_kernel.labs.notebook.nbgrader_format import (
     CODE_STUB,
     TEXT_STUB,
     LabInputError,
@@ -21,7 +21,7 @@ from agentos_kernel.labs.nbgrader_format import (
     strip_region,
     validate_notebook,
 )
-from agentos_kernel.labs.release import release
+from agentos_kernel.labs.notebook.release import release
 
 from ._lab_fixtures import LAB, SOURCE, cell, lab_copy, read
 

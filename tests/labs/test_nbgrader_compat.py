@@ -20,9 +20,9 @@ import pytest
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install -e '.[labs]')")
 
-from agentos_kernel.labs.labcheck import check_notebook
-from agentos_kernel.labs.nbgrader_format import compute_checksum, has_grade_id, validate_notebook
-from agentos_kernel.labs.release import release
+from agentos_kernel.labs.notebook.check import check_notebook
+from agentos_kernel.labs.notebook.nbgrader_format import compute_checksum, has_grade_id, validate_notebook
+from agentos_kernel.labs.notebook.release import release
 
 from ._lab_fixtures import LAB, SOURCE, STUDENTS, SUBMISSIONS, TIMEOUT, checked, lab_copy, points, read
 from .test_lab_release import BROKEN

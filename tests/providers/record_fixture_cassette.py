@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from agentos_kernel.cli import main as cli_main
+from agentos_kernel.cli.main import main as cli_main
 from tests.providers.loopback import loopback_server
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from agentos_kernel import ContractError, ErrorCode, Runtime
-from agentos_kernel.events import canonical, read_log
-from agentos_kernel.redaction import redact
+from agentos_kernel.store.events import canonical, read_log
+from agentos_kernel.store.redaction import redact
 
 from ..helpers import CANONICAL, Cli, finish
 from .loopback import Loopback, loopback_server

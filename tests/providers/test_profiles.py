@@ -13,14 +13,14 @@ import yaml
 
 from agentos_kernel import Ok
 from agentos_kernel.kernel import key_env_of
-from agentos_kernel.profile import load_config
+from agentos_kernel.config import load_config
 from agentos_kernel.providers.base import CompletionRequest
 from agentos_kernel.providers.openai_compat import (
     LocalProvider,
     OpenAICompatProvider,
     OpenAIProvider,
 )
-from agentos_kernel.schemas import SchemaRegistry
+from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.workspace import reference_dir
 
 from ..helpers import Cli

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import Runtime
-from agentos_kernel.labs.audit import audit_log
+from agentos_kernel.labs.audit.log import audit_log
 
 from ..helpers import CANONICAL, Run, finish
 from .loopback import Loopback, loopback_server

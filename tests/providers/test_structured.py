@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import ErrorCode, Ok, Runtime, SchemaRegistry
-from agentos_kernel.labs.audit import audit_log
+from agentos_kernel.labs.audit.log import audit_log
 from agentos_kernel.providers.anthropic import AnthropicProvider
 from agentos_kernel.providers.base import CompletionRequest
 from agentos_kernel.providers.gemini import GeminiProvider

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.events import Event, chain_of, verify_chain
-from agentos_kernel.integrity import verify_lines
-from agentos_kernel.pg_store import PostgresEventStore
-from agentos_kernel.sessionlock import SessionLocked
+from agentos_kernel.store.events import Event, chain_of, verify_chain
+from agentos_kernel.store.integrity import verify_lines
+from agentos_kernel.store.postgres.store import PostgresEventStore
+from agentos_kernel.store.lock import SessionLocked
 
 from ..helpers import REPO
 from ..pg_server import PgDatabase
@@ -27,7 +27,7 @@ PROCS = 3
 
 WRITER = """
 import sys
-from agentos_kernel.pg_store import PostgresEventStore
+from agentos_kernel.store.postgres.store import PostgresEventStore
 from tests.store.test_pg_concurrency import write_session
 dsn, tag = sys.argv[1], sys.argv[2]
 store = PostgresEventStore(dsn, pool_max=2)
@@ -37,7 +37,7 @@ for k in range({sessions}):
 
 HOLDER = """
 import sys
-from agentos_kernel.pg_store import PostgresEventStore
+from agentos_kernel.store.postgres.store import PostgresEventStore
 store = PostgresEventStore(sys.argv[1])
 store.create("held")
 print("holding", flush=True)

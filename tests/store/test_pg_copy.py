@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.pg_store import PostgresEventStore
+from agentos_kernel.store.postgres.store import PostgresEventStore
 
 from ..helpers import REPO, Cli
 from ..pg_server import PgDatabase

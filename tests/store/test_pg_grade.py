@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.labs.grade_cli import _store_logs
-from agentos_kernel.labs.observability import check as observability_check
-from agentos_kernel.pg_store import PostgresEventStore
+from agentos_kernel.cli.grade import _store_logs
+from agentos_kernel.labs.rubric.observability import check as observability_check
+from agentos_kernel.store.postgres.store import PostgresEventStore
 
 from ..helpers import Cli
 from ..labs._grade_fixtures import FULL_MARKS, LOG

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from agentos_kernel.events import Event
-from agentos_kernel.pg_schema import LATEST, migrate, schema_version
-from agentos_kernel.pg_store import PostgresEventStore
+from agentos_kernel.store.events import Event
+from agentos_kernel.store.postgres.schema import LATEST, migrate, schema_version
+from agentos_kernel.store.postgres.store import PostgresEventStore
 
 from ..helpers import Cli
 from ..pg_server import PgDatabase

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel import Runtime, pg_schema
+from agentos_kernel import Runtime
+from agentos_kernel.store.postgres import schema as pg_schema
 from agentos_kernel.errors import Ok
-from agentos_kernel.events import canonical
-from agentos_kernel.pg_store import PostgresEventStore, close_pools
-from agentos_kernel.sessionlock import SessionLocked
+from agentos_kernel.store.events import canonical
+from agentos_kernel.store.postgres.store import PostgresEventStore, close_pools
+from agentos_kernel.store.lock import SessionLocked
 
 from ..helpers import CANONICAL, REPO, Cli
 from ..pg_server import ADMIN, PgDatabase, PgServer
@@ -31,7 +32,7 @@ psycopg = pytest.importorskip("psycopg", reason='needs psycopg 3: pip install -e
 
 HOLDER = """
 import sys
-from agentos_kernel.pg_store import PostgresEventStore
+from agentos_kernel.store.postgres.store import PostgresEventStore
 store = PostgresEventStore(sys.argv[1])
 store.create(sys.argv[2])
 print("holding", flush=True)
@@ -162,7 +163,7 @@ def test_the_sessions_table_is_never_updated_or_deleted(pg_db: PgDatabase,
 
 def test_a_database_at_version_1_is_migrated_and_its_sessions_go_on(
         pg_server: PgServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentos_kernel.pg_roles import add_role
+    from agentos_kernel.store.postgres.roles import add_role
 
     name = f"agentos_v1_{os.getpid()}"
     with psycopg.connect(pg_server.admin_dsn, autocommit=True) as conn:

@@ -10,7 +10,7 @@ import yaml
 
 from agentos_kernel import ContractError, Runtime
 from agentos_kernel.errors import Ok
-from agentos_kernel.pg_store import PostgresEventStore
+from agentos_kernel.store.postgres.store import PostgresEventStore
 
 from ..helpers import CANONICAL, Cli
 from ..pg_server import PgDatabase
@@ -72,8 +72,8 @@ def test_validate_names_an_unset_dsn_variable(workspace: Path, cli: Cli,
 
 def test_amend_and_fork_work_on_the_postgres_store(workspace: Path, pg_db: PgDatabase,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentos_kernel.fork import fork
-    from agentos_kernel.integrity import verify_session
+    from agentos_kernel.runs.fork import fork
+    from agentos_kernel.store.integrity import verify_session
 
     use_postgres(workspace)
     monkeypatch.setenv("AGENTOS_PG_DSN", pg_db.student(f"amend_{pg_db.name}"))

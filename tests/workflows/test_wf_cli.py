@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.cli import main
+from agentos_kernel.cli.main import main
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

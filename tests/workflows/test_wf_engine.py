@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import SchemaRegistry
-from agentos_kernel import frontmatter as fm
+from agentos_kernel.skills import frontmatter as fm
 from agentos_kernel.hooks import HookDecision, HookHandler
 from agentos_kernel.workflows.fanout import slug
 
@@ -279,8 +279,8 @@ def test_l8_never_calls_l1_or_l2_directly() -> None:
     import agentos_kernel.workflows as pkg
 
     package = pkg.__name__.split(".")
-    forbidden = ("agentos_kernel.providers", "agentos_kernel.tools", "agentos_kernel.builtin_tools",
-                 "agentos_kernel.mcp")
+    forbidden = ("agentos_kernel.providers", "agentos_kernel.tools.dispatch", "agentos_kernel.tools.builtin",
+                 "agentos_kernel.tools.mcp_client")
     seen = set()
     for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -295,7 +295,7 @@ def test_l8_never_calls_l1_or_l2_directly() -> None:
             for module, name in imported:
                 seen.add(module)
                 assert not module.startswith(forbidden), f"{path.name} imports {name} from {module}"
-    assert "agentos_kernel.roles" in seen  # L3 is how personas run
+    assert "agentos_kernel.roles.agents" in seen  # L3 is how personas run
 
 
 def test_a_phase_input_that_fails_its_input_schema_aborts(ws: Path, run_cycle: RunCycle) -> None:

@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 
 import agentos_kernel
-from agentos_kernel.cli import main
+from agentos_kernel.cli.main import main
 
 from .conftest import RunCycle, write
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import ContractError, Err, ErrorCode, Runtime, SchemaRegistry
-from agentos_kernel import frontmatter as fm
+from agentos_kernel.skills import frontmatter as fm
 from agentos_kernel.workflows.registry import load_workflows
 from agentos_kernel.workspace import reference_dir
 
@@ -197,7 +197,7 @@ def test_mode_the_cycle_does_not_allow_is_denied(ws: Path) -> None:
 
 
 def test_validate_reports_workflow_problems(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from agentos_kernel.cli import main
+    from agentos_kernel.cli.main import main
 
     assert main(["validate", str(ws)]) == 0
     edit(ws / "workflows/phases/fix.md", "next: review", "next: nowhere")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import SchemaRegistry, read_log, replay
-from agentos_kernel.replay import replay_path, replay_steps
+from agentos_kernel.store.replay.fold import replay_path, replay_steps
 
 from .conftest import RunCycle
 

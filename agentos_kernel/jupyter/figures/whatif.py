@@ -1,0 +1,119 @@
+"""`cost_whatif(session, prices=...)`: the session's cost per role as recorded and under
+other price tables, side by side (pricing.reprice: a pure fold over the log, nothing re-run),
+as a table and an SVG figure with deterministic bytes (nbval compares it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from ...providers.pricing import PRICE_KEYS, Repricing, reprice
+from ..api import WorkbenchError
+from .session import render_svg
+from ..source import load_session
+
+_COLORS = ("#999999", "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9")
+
+
+@dataclass(frozen=True)
+class CostWhatIf:
+    """What `cost_whatif` returns: shown as the figure; its repr is the table."""
+
+    repricing: Repricing
+    """Per role: tokens, and cost under `recorded` and each what-if table."""
+    svg: str = field(repr=False)
+    """Recorded and what-if cost per role, and the totals, side by side."""
+
+    def total(self, table: str) -> float:
+        """The session's cost under `table` (USD)."""
+        return self.repricing.total(table)
+
+    def frame(self) -> Any:
+        """The table as a pandas DataFrame (one row per role, one cost column per table)."""
+        import pandas as pd
+
+        r = self.repricing
+        rows = [{"role": c.role, "calls": c.calls, "tokens_in": c.input_tokens,
+                 "tokens_out": c.output_tokens, **{f"usd {n}": v for n, v in c.cost}} for c in r.roles]
+        return pd.DataFrame(rows).set_index("role")
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def __repr__(self) -> str:
+        r = self.repricing
+        width = max(12, *(len(t) for t in r.tables))
+        head = f"{'role':<10} {'calls':>5} {'tokens in':>9} {'out':>6} " + " ".join(
+            f"{t:>{width}}" for t in r.tables)
+        lines = [f"cost of {r.session_id} re-priced (USD; same tokens, nothing re-run)", head]
+        for c in r.roles:
+            lines.append(f"{c.role:<10} {c.calls:>5} {c.input_tokens:>9} {c.output_tokens:>6} "
+                         + " ".join(f"{v:>{width}.6f}" for _, v in c.cost))
+        lines.append(f"{'total':<10} {'':>5} {'':>9} {'':>6} "
+                     + " ".join(f"{r.total(t):>{width}.6f}" for t in r.tables))
+        return "\n".join(lines)
+
+
+def cost_whatif(session: Any, prices: Any, workspace: Path | str | None = None) -> CostWhatIf:
+    """Re-price `session` (an id or what %agent returned) under `prices`: one price table
+    (`{"input_per_mtok": .., "output_per_mtok": ..}`, USD per million tokens), a mapping of
+    names to tables (`{"Claude Haiku 4.5": {...}, ...}`), or the name of a profile in the
+    workspace (its `prices`). WorkbenchError names a bad table and key."""
+    data = load_session(session, workspace)
+    tables = _tables(prices, data.workspace)
+    try:
+        r = reprice(data.events, tables, data.session_id)
+    except ValueError as exc:
+        raise WorkbenchError(str(exc)) from None
+    if not r.roles:
+        raise WorkbenchError(f"{data.session_id} has no llm.response: there is no cost to re-price")
+    return CostWhatIf(r, _figure(r))
+
+
+def _tables(prices: Any, ws: Any) -> dict[str, Mapping[str, float]]:
+    if isinstance(prices, str):
+        from ...config import load_config
+        from ...schemas.registry import SchemaRegistry
+
+        config = load_config(ws.config_file, SchemaRegistry.load(ws.contract_dir("schemas")),
+                             "agentos.yaml")
+        try:
+            return {prices: config.profile(prices).prices}
+        except KeyError as exc:
+            raise WorkbenchError(str(exc.args[0])) from None
+    if isinstance(prices, Mapping) and prices and set(prices) <= set(PRICE_KEYS):
+        return {"what-if": prices}
+    if isinstance(prices, Mapping) and prices:
+        return dict(prices)
+    raise WorkbenchError("prices: give a price table {'input_per_mtok': .., 'output_per_mtok': ..} "
+                         "(USD per million tokens), a mapping of names to such tables, or a profile name")
+
+
+def _figure(r: Repricing) -> str:
+    fig = Figure(figsize=(9, 3.2))
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+    n = len(r.tables)
+    width = 0.8 / n
+    xs = list(range(len(r.roles)))
+    for i, table in enumerate(r.tables):
+        values = [dict(c.cost)[table] for c in r.roles]
+        left.bar([x - 0.4 + width * (i + 0.5) for x in xs], values, width=width,
+                 color=_COLORS[i % len(_COLORS)], label=table)
+    left.set_xticks(xs, [c.role for c in r.roles], fontsize=8)
+    left.set_ylabel("cost (USD)")
+    left.set_title(f"{r.session_id}: cost per role, same tokens", fontsize=10)
+    left.legend(fontsize=7, frameon=False)
+    totals = [r.total(t) for t in r.tables]
+    right.bar(range(n), totals, color=[_COLORS[i % len(_COLORS)] for i in range(n)])
+    for i, v in enumerate(totals):
+        right.annotate(f"${v:.6f}", (i, v), textcoords="offset points", xytext=(0, 3), ha="center",
+                       fontsize=7)
+    right.set_xticks(range(n), list(r.tables), fontsize=7, rotation=15)
+    right.set_title("session total", fontsize=10)
+    right.set_ylim(0, max(totals) * 1.2 or 1)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, wspace=0.3)
+    return render_svg(fig, f"whatif-{r.session_id}")

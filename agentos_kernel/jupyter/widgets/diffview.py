@@ -1,0 +1,143 @@
+"""Two sessions side by side: `%diff A B` (a DiffView) and the LogDiff widget. Both show
+logdiff's one engine (the one `rerun --verify` and `agentos diff` use): steps aligned by
+(role, event type), the first divergence highlighted, per-role token and cost deltas.
+
+Reprs hold only what the logs hold (no paths, no times), so notebooks compare stably.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as W
+
+from ...runs.difftext import MARKS, diff_lines, row_note, usage_lines, verdict
+from ...runs.diff import DiffRow, EventsDiff, diff_events
+from ..layers import esc, pretty
+from ..source import load_session
+
+_ROW_STYLE = {"same": "", "changed": "background:#fff3b0", "only_a": "background:#ffebe9",
+              "only_b": "background:#e6ffec"}
+_FIRST = "outline:2px solid #cf222e"
+_BOX = "border:1px solid #bbb;border-radius:4px;padding:6px 10px;margin:2px 0;font-family:monospace"
+
+
+def diff_sessions(a: Any, b: Any, workspace: Path | str | None = None) -> EventsDiff:
+    """Diff two sessions (ids, or what %agent returned), A's session id read as B's."""
+    da, db = load_session(a, workspace), load_session(b, workspace)
+    return diff_events(list(da.events), list(db.events), (da.session_id, db.session_id),
+                       names=(da.session_id, db.session_id))
+
+
+def rows_html(d: EventsDiff, only_changes: bool = False) -> str:
+    """The aligned steps as an HTML table; the first divergence outlined."""
+    first = d.first_row
+    body = []
+    for i, r in enumerate(d.rows):
+        if only_changes and r.kind == "same":
+            continue
+        role, typ = r.step
+        style = _ROW_STYLE[r.kind] + (";" + _FIRST if i == first else "")
+        body.append(
+            f'<tr class="agentos-diff-{r.kind}" style="{style}"><td>{MARKS[r.kind]}</td>'
+            f"<td>{r.a.seq if r.a is not None else '-'}</td><td>{r.b.seq if r.b is not None else '-'}</td>"
+            f'<td style="text-align:left">{esc(role)}</td><td style="text-align:left">{esc(typ)}</td>'
+            f'<td style="text-align:left">{esc(row_note(r.kind, r.a, r.b, r.path))}</td></tr>')
+    head = (f"<tr><th></th><th>{esc(d.a)}</th><th>{esc(d.b)}</th><th>role</th><th>type</th>"
+            "<th>what differs</th></tr>")
+    return f'<table class="agentos-logdiff">{head}{"".join(body)}</table>'
+
+
+def usage_html(d: EventsDiff) -> str:
+    """Per-role calls, tokens and cost of A and B, and B minus A."""
+    rows = "".join(
+        f'<tr><td style="text-align:left">{esc(u.role)}</td><td>{u.calls[0]} → {u.calls[1]}</td>'
+        f"<td>{u.tokens[0]}</td><td>{u.tokens[1]}</td><td>{u.token_delta:+d}</td>"
+        f"<td>{u.cost_usd[0]:.6f}</td><td>{u.cost_usd[1]:.6f}</td><td>{u.cost_delta:+.6f}</td></tr>"
+        for u in d.roles)
+    head = (f"<tr><th>role</th><th>calls</th><th>tokens {esc(d.a)}</th><th>tokens {esc(d.b)}</th>"
+            f"<th>Δ tokens</th><th>$ {esc(d.a)}</th><th>$ {esc(d.b)}</th><th>Δ $</th></tr>")
+    return f'<table class="agentos-usage">{head}{rows}</table>'
+
+
+@dataclass(frozen=True)
+class DiffView:
+    """What `%diff A B` returns: the verdict, the steps that differ, per-role deltas."""
+
+    diff: EventsDiff
+    """The engine's result (rows, first divergence, usage)."""
+
+    @property
+    def identical(self) -> bool:
+        """The two sessions do the same thing."""
+        return self.diff.identical
+
+    def __repr__(self) -> str:
+        d = self.diff
+        return "\n".join([verdict(d), *(diff_lines(d, True) if d.first else []), *usage_lines(d)])
+
+    def _repr_html_(self) -> str:
+        d = self.diff
+        mark = "✓" if d.identical else "✗"
+        table = rows_html(d, only_changes=True) if d.first else ""
+        return (f'<div class="agentos-diffview" style="{_BOX}">{mark} {esc(verdict(d))}{table}'
+                f"<br><b>per role</b>{usage_html(d)}</div>")
+
+
+class LogDiff(W.VBox):
+    """Two logs side by side: the aligned steps (every one, or only the differences), the
+    first divergence outlined, a step picker showing both events' payloads next to each
+    other (it starts at the first divergence), and the per-role token and cost deltas."""
+
+    def __init__(self, a: Any, b: Any, *, workspace: Path | str | None = None) -> None:
+        self.diff: EventsDiff = diff_sessions(a, b, workspace)
+        d = self.diff
+        self.header = W.HTML(f"<b>{esc(verdict(d))}</b>")
+        self.changes_only = W.Checkbox(value=not d.identical, description="only the steps that differ",
+                                       indent=False)
+        start = d.first_row if d.first_row is not None else 0
+        self.step = W.IntSlider(value=start, min=0, max=max(len(d.rows) - 1, 0), description="step",
+                                continuous_update=True)
+        self.first_button = W.Button(description="first divergence", disabled=d.first_row is None)
+        self.table, self.detail, self.usage = W.HTML(), W.HTML(), W.HTML(usage_html(d))
+        super().__init__(children=[self.header, W.HBox([self.changes_only, self.first_button]),
+                                   self.table, self.step, self.detail, self.usage])
+        self.add_class("agentos-logdiff-widget")
+        self.changes_only.observe(lambda _c: self._render(), names="value")
+        self.step.observe(lambda _c: self._render(), names="value")
+        self.first_button.on_click(lambda _b: self.go_first())
+        self._render()
+
+    @property
+    def row(self) -> DiffRow | None:
+        """The step shown in the detail pane."""
+        return self.diff.rows[self.step.value] if self.diff.rows else None
+
+    def go_first(self) -> None:
+        """Show the first divergence."""
+        if self.diff.first_row is not None:
+            self.step.value = self.diff.first_row
+
+    def _render(self) -> None:
+        self.table.value = rows_html(self.diff, self.changes_only.value)
+        r = self.row
+        if r is None:
+            self.detail.value = "(both logs are empty)"
+            return
+        cells = []
+        for name, e in ((self.diff.a, r.a), (self.diff.b, r.b)):
+            body = (f"#{e.seq} {esc(e.type)} · {esc(e.actor)}<pre>{esc(pretty(e.payload, 1200))}</pre>"
+                    if e is not None else "<i>no such step</i>")
+            cells.append(f'<td style="vertical-align:top;text-align:left;width:50%"><b>{esc(name)}</b> '
+                         f"{body}</td>")
+        first = " · the first divergence" if self.step.value == self.diff.first_row else ""
+        self.detail.value = (f"<b>step {self.step.value + 1} of {len(self.diff.rows)}: {r.kind}{first}"
+                             f"</b><table><tr>{''.join(cells)}</tr></table>")
+
+    def __repr__(self) -> str:
+        d = self.diff
+        differ = sum(r.kind != "same" for r in d.rows)
+        state = "the same" if d.identical else f"diverge at event {d.first.index}"  # type: ignore[union-attr]
+        return f"LogDiff({d.a} vs {d.b}: {state}; {differ} of {len(d.rows)} steps differ)"

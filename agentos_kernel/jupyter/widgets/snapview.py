@@ -1,0 +1,89 @@
+"""A snapshot as an HTML table, and what changed between two snapshots.
+
+Both work field by field on the Snapshot itself, never through `to_dict()`: that deep-copies
+every tool call and hook decision, which at 100k events is most of a step's time. A long
+list is written out only as far as the table shows it (300 characters).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields
+from typing import Any
+
+from ...store.replay.fold import Cost, Snapshot
+from ..layers import clip, esc
+
+SHOWN = 300
+"""Characters of a field's JSON the snapshot table shows."""
+
+
+def _show(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+
+def json_head(value: Any, limit: int = SHOWN) -> str:
+    """The JSON of `value` as `_show` writes it, or a prefix of it longer than `limit`:
+    a list stops being written once it is past the limit (cut it to `limit` to show it)."""
+    if not isinstance(value, list | tuple) or len(value) <= 8:
+        return _show(value)
+    out = "["
+    for i, item in enumerate(value):
+        out += (", " if i else "") + _show(item)
+        if len(out) > limit:
+            return out
+    return out + "]"
+
+
+def snapshot_fields(snap: Snapshot) -> dict[str, Any]:
+    """The fields of snapshot_v1 in order, shallow (lists stay the snapshot's tuples; cost
+    is a dict, as in to_dict)."""
+    out = {f.name: getattr(snap, f.name) for f in fields(snap)}
+    for key, value in out.items():
+        if isinstance(value, list):  # a Snapshot built by hand: compare it as the fold's tuples
+            out[key] = tuple(value)
+    if isinstance(out["cost"], Cost):
+        out["cost"] = asdict(out["cost"])
+    return out
+
+
+def _empty(v: Any) -> bool:
+    if v is None or v is False:
+        return True
+    if isinstance(v, list | tuple | dict):
+        return not v
+    return type(v) in (int, float) and v == 0
+
+
+def snapshot_rows(snap: Snapshot, changed: set[str] | frozenset[str] = frozenset(),
+                  compact: bool = False) -> str:
+    """The snapshot as a table; `compact` keeps only fields that hold something yet."""
+    rows = []
+    for key, value in snapshot_fields(snap).items():
+        if compact and _empty(value) and key != "state":
+            continue
+        mark = "background:#fff3b0;" if key in changed else ""
+        text = json_head(value)
+        rows.append(f'<tr style="{mark}"><td style="text-align:left"><b>{esc(key)}</b></td>'
+                    f'<td style="text-align:left"><code>{esc(clip(text, SHOWN))}</code></td></tr>')
+    return f'<table class="agentos-snapshot">{"".join(rows)}</table>'
+
+
+def diff_snapshots(before: Snapshot, after: Snapshot) -> list[tuple[str, str, str]]:
+    """(field, before, after) for each field that differs; dict fields one level deep
+    (cost.input_tokens), list fields as the items appended."""
+    a, b = snapshot_fields(before), snapshot_fields(after)
+    out: list[tuple[str, str, str]] = []
+    for key, new in b.items():
+        old = a[key]
+        if old == new:  # the lists of two snapshots of one fold share items: compared by identity
+            continue
+        if isinstance(old, dict) and isinstance(new, dict) and key != "workflow":
+            for sub in new:
+                if old.get(sub) != new[sub]:
+                    out.append((f"{key}.{sub}", _show(old.get(sub)), _show(new[sub])))
+        elif isinstance(old, tuple) and isinstance(new, tuple) and new[: len(old)] == old:
+            out.append((key, f"{len(old)} item(s)", f"+ {_show(list(new[len(old):]))}"))
+        else:
+            out.append((key, _show(old), _show(new)))
+    return out

@@ -1,0 +1,100 @@
+"""`agentos notebooks DEST`: the workbench notebooks a student gets, never the instructor's.
+
+The teaching notebooks (`00_tour` … `12_class_dashboard`) are copied as they are; every lab
+under `labs/` is written in its released version (`release.py`: solutions stubbed, hidden
+tests removed, outputs cleared) with its starter files. The lab sources — model solutions,
+hidden tests, the instructors' guide `labs/README.md` — are copied only with
+`instructor=True`. The notebooks come from the installed package (the wheel carries them as
+`_reference/notebooks`) or, in a checkout, from the repository's `notebooks/`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...workspace import reference_dir
+from .nbgrader_format import LabInputError
+from .release import ReleasedNotebook, ignored, release
+
+LABS = "labs"
+"""The folder of lab folders inside the notebooks folder."""
+
+
+def notebooks_dir() -> Path:
+    """The workbench notebooks shipped with this installation."""
+    return reference_dir() / "notebooks"
+
+
+@dataclass(frozen=True)
+class Handout:
+    """What `copy_notebooks` wrote."""
+
+    dest: Path
+    """The folder written."""
+    copied: tuple[Path, ...]
+    """Files copied unchanged (teaching notebooks, starter files; with `instructor` everything)."""
+    released: tuple[ReleasedNotebook, ...]
+    """Lab notebooks written in their student version (none with `instructor`)."""
+    instructor: bool
+    """True when the sources were copied (solutions and hidden tests included)."""
+
+
+def _lab_folders(src: Path) -> list[Path]:
+    labs = src / LABS
+    return sorted(p for p in labs.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) \
+        if labs.is_dir() else []
+
+
+def _teaching_files(src: Path) -> list[Path]:
+    """The top-level notebooks and README: everything outside labs/."""
+    return sorted(p for p in src.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def _refuse(dest: Path, src: Path, targets: list[Path], force: bool) -> None:
+    real_dest, real_src = dest.resolve(), src.resolve()
+    if real_dest == real_src or real_dest.is_relative_to(real_src):
+        raise LabInputError(f"{dest}: is inside the notebooks folder {src}; copy them somewhere else")
+    if dest.exists() and not dest.is_dir():
+        raise LabInputError(f"{dest}: exists and is not a folder")
+    existing = [t for t in targets if t.exists() or t.is_symlink()]
+    if existing and not force:
+        names = ", ".join(str(p) for p in existing[:3]) + (" ..." if len(existing) > 3 else "")
+        raise LabInputError(f"{names}: already exists; pass --force to overwrite")
+
+
+def copy_notebooks(dest: Path | str, *, instructor: bool = False, force: bool = False,
+                   src: Path | None = None) -> Handout:
+    """Write the notebooks to `dest`: the student version (labs released), or with
+    `instructor` the sources. LabInputError (nothing written) for a `dest` inside the
+    notebooks folder, or holding files of the same names without `force`."""
+    dest, src = Path(dest), Path(src) if src is not None else notebooks_dir()
+    if not src.is_dir():
+        raise LabInputError(f"{src}: no notebooks here; this installation does not carry them "
+                            "(reinstall agentos-kernel from its wheel or a checkout)")
+    teaching = _teaching_files(src)
+    labs = _lab_folders(src)
+    if instructor:
+        files = [p for p in sorted(src.rglob("*")) if p.is_file() and not ignored(p.relative_to(src))]
+        _refuse(dest, src, [dest / p.relative_to(src) for p in files], force)
+        for p in files:
+            target = dest / p.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, target)
+        return Handout(dest, tuple(dest / p.relative_to(src) for p in files), (), True)
+    lab_targets = [dest / LABS / lab.name / p.relative_to(lab)
+                   for lab in labs for p in lab.rglob("*") if p.is_file()]
+    _refuse(dest, src, [dest / p.name for p in teaching] + lab_targets, force)
+    dest.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for p in teaching:
+        shutil.copy2(p, dest / p.name)
+        copied.append(dest / p.name)
+    released: list[ReleasedNotebook] = []
+    for lab in labs:
+        report = release(lab, dest / LABS / lab.name, force=force)
+        released += report.notebooks
+        copied += report.copied
+    return Handout(dest, tuple(copied), tuple(released), False)
+

@@ -1,0 +1,257 @@
+"""L7 Schema-versioned IPC Registry: every boundary payload is checked against a schema id.
+
+Each schema file is loaded once and its validator compiled once, on first use, with
+`jsonschema-rs` (full draft 2020-12). Schemas refer to each other by `$id` (`"$ref":
+"write_claim_v1"`), resolved through one shared registry. A missing id is an error
+(`SCHEMA_NOT_FOUND`), never a pass.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+import orjson
+
+from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
+from .jsonshape import printable, shape_problem
+from .textcheck import decode_problem
+
+# Bounds on a payload that fails its schema, checked before the validator describes the failure:
+# its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
+# be expanded in full, and a cycle or a value nested past the validator's limit raises.
+MAX_PAYLOAD_VALUES, MAX_PAYLOAD_DEPTH, MAX_VIOLATIONS = 200_000, 200, 100
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way a payload fails its schema."""
+
+    path: str
+    """JSON pointer into the payload (`/steps/0/id`), `/` for the whole payload."""
+    message: str
+    """What the validator reports."""
+
+
+def _pointer(parts: Iterable[Any]) -> str:
+    return "/" + "/".join(printable(str(p)) for p in parts)
+
+
+class SchemaRegistry:
+    """Loads every `*.json` under the schema roots, keyed by `$id` (which must be the file stem)."""
+
+    def __init__(self, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> None:
+        self._schemas = schemas
+        self._files = files
+        self._registry = jsonschema_rs.Registry(list(schemas.items()))
+        self._validators: dict[str, Any] = {}
+        self._resolved: dict[str, bytes] = {}
+
+    @classmethod
+    def load(cls, *roots: Path) -> SchemaRegistry:
+        """Load and meta-check every schema file; raise `ContractError` naming each bad file."""
+        schemas: dict[str, dict[str, Any]] = {}
+        files: dict[str, Path] = {}
+        problems: list[Problem] = []
+        for root in roots:
+            for path in sorted(Path(root).rglob("*.json")):
+                problem = _load_one(path, schemas, files)
+                if problem:
+                    problems.append(problem)
+        if not problems:
+            problems = _dangling_refs(schemas, files)
+        if problems:
+            raise ContractError(problems)
+        return cls(schemas, files)
+
+    def with_schemas(self, docs: dict[str, dict[str, Any]], source: str) -> SchemaRegistry:
+        """A new registry with `docs` (id -> schema) added, for schemas that come from
+        somewhere other than a file (an MCP tool's inputSchema); `source` names where in
+        problems and `file()`. Each is meta-checked; ContractError names each bad one."""
+        schemas, files = dict(self._schemas), dict(self._files)
+        problems = []
+        for sid, doc in docs.items():
+            if sid in schemas:
+                problems.append(Problem(source, sid, f"schema id {sid!r} is already defined in "
+                                        f"{files[sid]}"))
+                continue
+            try:
+                jsonschema_rs.meta.validate(doc)
+            except jsonschema_rs.ValidationError as exc:
+                problems.append(Problem(source, sid, "not a valid draft 2020-12 schema: "
+                                        f"{str(exc).splitlines()[0]}"))
+                continue
+            schemas[sid], files[sid] = {**doc, "$id": sid}, Path(source)
+        # a $ref the registry cannot resolve would otherwise fail at first use with a ValueError
+        problems += [p for p in _dangling_refs(schemas, files) if p.file == str(Path(source))]
+        if problems:
+            raise ContractError(problems)
+        return SchemaRegistry(schemas, files)
+
+    def ids(self) -> list[str]:
+        """Every loaded schema id, sorted."""
+        return sorted(self._schemas)
+
+    def __contains__(self, schema_id: object) -> bool:
+        return schema_id in self._schemas
+
+    def schema(self, schema_id: str) -> dict[str, Any]:
+        """The raw schema document; KeyError names the id."""
+        try:
+            return self._schemas[schema_id]
+        except KeyError:
+            raise KeyError(f"unknown schema id {schema_id!r}") from None
+
+    def file(self, schema_id: str) -> Path:
+        """The file a schema was loaded from."""
+        return self._files[schema_id]
+
+    def _validator(self, schema_id: str) -> Any:
+        v = self._validators.get(schema_id)
+        if v is None:
+            v = jsonschema_rs.Draft202012Validator(
+                self._schemas[schema_id], registry=self._registry
+            )
+            self._validators[schema_id] = v
+        return v
+
+    def violations(self, payload: Any, schema_id: str) -> list[Violation]:
+        """The violations of `schema_id` by `payload` (empty when valid; at most
+        MAX_VIOLATIONS). KeyError if the id is unknown. Never raises on the payload: a value
+        that is not JSON, nested too deeply, recursive or too large is one violation naming
+        where it is."""
+        if schema_id not in self._schemas:
+            raise KeyError(f"unknown schema id {schema_id!r}")
+        v = self._validator(schema_id)
+        try:
+            if v.is_valid(payload):
+                return []
+        except ValueError:
+            pass  # not JSON (a date, bytes, an int key, a lone surrogate) or too deep: named below
+        odd = not_json(payload)
+        if odd is not None:
+            return [odd]
+        try:
+            found = [Violation(_pointer(e.instance_path), printable(e.message))
+                     for e in islice(v.iter_errors(payload), MAX_VIOLATIONS)]
+        except ValueError as exc:  # the validator's own limits, which not_json should pre-empt
+            found = [Violation("/", printable(f"cannot be checked: {exc}"))]
+        return sorted(found, key=lambda x: (x.path, x.message))
+
+    def validate(self, payload: Any, schema_id: str, *, loggable: bool = True) -> Result[Any]:
+        """`Ok(payload)` when valid and, with `loggable`, one a log can hold (`unloggable`);
+        `Err(SCHEMA_INVALID | SCHEMA_NOT_FOUND)` otherwise."""
+        if schema_id not in self._schemas:
+            return Err(
+                DomainError(
+                    "schema",
+                    ErrorCode.SCHEMA_NOT_FOUND,
+                    f"no schema with id {schema_id!r} is loaded; add schemas/{schema_id}.json",
+                )
+            )
+        found = self.violations(payload, schema_id) or (unloggable(payload) if loggable else [])
+        if not found:
+            return Ok(payload)
+        first = found[0]
+        return Err(
+            DomainError(
+                "schema",
+                ErrorCode.SCHEMA_INVALID,
+                f"{schema_id}: {first.path}: {first.message}",
+            )
+        )
+
+    def resolved(self, schema_id: str) -> dict[str, Any]:
+        """The schema with every `$ref` to another loaded id inlined (for tool specs sent to
+        a model, which cannot follow references). Inlined once per id (a registry's schemas
+        never change); each call gets its own copy."""
+        done = self._resolved.get(schema_id)
+        if done is None:
+            done = self._resolved[schema_id] = orjson.dumps(self._inlined(schema_id))
+        return orjson.loads(done)  # type: ignore[no-any-return]
+
+    def _inlined(self, schema_id: str) -> dict[str, Any]:
+        def inline(node: Any) -> Any:
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if isinstance(ref, str) and ref in self._schemas:
+                    return inline({k: v for k, v in self._schemas[ref].items() if k != "$id"})
+                return {k: inline(v) for k, v in node.items() if k not in ("$schema", "$id")}
+            if isinstance(node, list):
+                return [inline(x) for x in node]
+            return node
+
+        inlined: dict[str, Any] = inline(self.schema(schema_id))  # a schema inlines to a schema
+        return inlined
+
+
+def unloggable(payload: Any) -> list[Violation]:
+    """What makes a payload its schema accepts impossible to log, or []: a string that is
+    not UTF-8 text where no string constraint made the validator read it (a lone surrogate
+    from a JSON `"\\ud800"`), an integer past 64 bits. One pass of the log's own encoder."""
+    try:
+        orjson.dumps(payload)
+    except orjson.JSONEncodeError as exc:
+        odd = not_json(payload)
+        return [odd or Violation("/", printable(f"cannot be written to the log: {exc}"))]
+    return []
+
+
+def not_json(payload: Any, *, max_values: int = MAX_PAYLOAD_VALUES,
+             max_depth: int = MAX_PAYLOAD_DEPTH) -> Violation | None:
+    """The first place where `payload` is not plain JSON within the bounds, as a Violation
+    (jsonshape.shape_problem); None when it is."""
+    found = shape_problem(payload, max_values=max_values, max_depth=max_depth)
+    return Violation(*found) if found else None
+
+
+def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> Problem | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        return Problem(str(path), "-", decode_problem(exc))
+    except (OSError, json.JSONDecodeError) as exc:
+        return Problem(str(path), "-", f"not valid JSON: {exc}")
+    if not isinstance(doc, dict):
+        return Problem(str(path), "-", "a schema must be a JSON object")
+    sid = doc.get("$id")
+    if sid != path.stem:
+        return Problem(str(path), "$id", f"is {sid!r}; it must equal the file name {path.stem!r}")
+    if sid in schemas:
+        return Problem(str(path), "$id", f"{sid!r} is already defined in {files[sid]}")
+    try:
+        jsonschema_rs.meta.validate(doc)
+    except jsonschema_rs.ValidationError as exc:
+        return Problem(str(path), "-", f"not a valid draft 2020-12 schema: {str(exc).splitlines()[0]}")
+    schemas[sid] = doc
+    files[sid] = path
+    return None
+
+
+def _refs(node: Any) -> Iterable[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def _dangling_refs(schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> list[Problem]:
+    """A `$ref` to an id that is not loaded names its file (the validator library would
+    otherwise fail on it with a bare ValueError)."""
+    problems = []
+    for sid, doc in schemas.items():
+        for target in sorted({ref.partition("#")[0] for ref in _refs(doc)}):
+            if target and target not in schemas:
+                problems.append(Problem(str(files[sid]), "$ref", f"refers to {target!r}, which is not "
+                                        f"loaded; add schemas/{target}.json"))
+    return problems

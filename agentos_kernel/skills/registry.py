@@ -1,0 +1,118 @@
+"""L5 Markdown-SSOT Skill Runtime: discovery, frontmatter validation, trigger matching.
+
+A SKILL.md whose frontmatter fails skill_frontmatter_v1, or that lies outside its skill
+root (a symlinked folder or file pointing out), is skipped with a reason naming file and
+field (logged as `skill.skipped` in every session); the others still load.
+Triggers match whole words, case-insensitively ("hi" does not fire on "this").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import frontmatter
+from ..errors import Problem
+from ..schemas.registry import SchemaRegistry
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One registered skill."""
+
+    name: str
+    """Skill id (frontmatter `name`)."""
+    description: str
+    """What it does."""
+    triggers: tuple[str, ...]
+    """Words or phrases that select it."""
+    allowed_tools: tuple[str, ...]
+    """Its tool scope, handed to L1 dispatch."""
+    file: str
+    """Where it was loaded from (relative to the workspace)."""
+    body: str
+    """The Markdown procedure, given to the roles."""
+    version: int | None = None
+    """Skill version."""
+
+
+@dataclass(frozen=True)
+class SkillRegistry:
+    """Skills by name, plus the files that were skipped and why."""
+
+    skills: dict[str, Skill]
+    """Registered skills."""
+    skipped: tuple[Problem, ...] = ()
+    """Invalid SKILL.md files, each with file, field and reason."""
+
+    def __getitem__(self, name: str) -> Skill:
+        try:
+            return self.skills[name]
+        except KeyError:
+            raise KeyError(f"unknown skill {name!r}; registered: "
+                           f"{', '.join(sorted(self.skills))}") from None
+
+    def select(self, prompt: str) -> tuple[Skill, str] | None:
+        """The skill whose trigger appears earliest in the prompt (ties: longer trigger, then
+        skill name), and the trigger that matched; None when nothing matches."""
+        best: tuple[int, int, str, Skill, str] | None = None
+        for skill in self.skills.values():
+            for trig in skill.triggers:
+                m = re.search(rf"(?<!\w){re.escape(trig)}(?!\w)", prompt, re.IGNORECASE)
+                if m:
+                    key = (m.start(), -len(trig), skill.name, skill, trig)
+                    if best is None or key[:3] < best[:3]:
+                        best = key
+        return (best[3], best[4]) if best else None
+
+
+def discover(roots: list[Path], schemas: SchemaRegistry, base: Path | None = None) -> SkillRegistry:
+    """Scan each root for */SKILL.md, validate, register; skip (with a reason) what fails."""
+    skills: dict[str, Skill] = {}
+    skipped: list[Problem] = []
+    for root in roots:
+        real_root = Path(root).resolve()
+        for path in sorted(Path(root).glob("*/SKILL.md")):
+            if not path.resolve().is_relative_to(real_root):
+                # A symlink planted in the skill root must not pull in a file from elsewhere.
+                shown = _shown(real_root, base) + f"/{path.parent.name}/{path.name}"
+                skipped.append(Problem(shown, "-", f"a symlink leading outside {Path(root).name}/; "
+                                                   "copy the skill into the folder itself"))
+                continue
+            shown = _shown(path, base)
+            loaded = frontmatter.load(path, "skill_frontmatter_v1", schemas, shown)
+            if isinstance(loaded, Problem):
+                skipped.append(loaded)
+                continue
+            meta, body = loaded
+            if not _folder_safe(meta["name"]):
+                skipped.append(Problem(shown, "name", f"{meta['name']!r} cannot be a skill name: it "
+                                       "must be usable as its folder name (no '/', '\\', '..', "
+                                       "control characters)"))
+                continue
+            if meta["name"] in skills:
+                skipped.append(Problem(shown, "name", f"skill {meta['name']!r} is already "
+                                       f"registered from {skills[meta['name']].file}"))
+                continue
+            skills[meta["name"]] = Skill(
+                name=meta["name"], description=meta["description"],
+                triggers=tuple(meta.get("triggers") or ()),
+                allowed_tools=tuple(meta.get("allowed-tools") or ()),
+                file=shown, body=body, version=meta.get("version"))
+    return SkillRegistry(skills, tuple(skipped))
+
+
+def _folder_safe(name: str) -> bool:
+    """A name that is one path component (skills/<name>/ is where %%skill writes it)."""
+    return (bool(name) and name.isprintable() and name not in (".", "..")
+            and not any(c in name for c in "/\\") and len(name.encode()) <= 255)
+
+
+def _shown(path: Path, base: Path | None) -> str:
+    if base is not None:
+        try:
+            return path.resolve().relative_to(base.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
