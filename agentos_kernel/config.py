@@ -7,13 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .store.durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .errors import ContractError, Problem
-from .skills.frontmatter import FrontmatterError, field_of, load_yaml, yaml_problem
-from .store.redaction import PII_CATEGORIES
 from .schemas.textcheck import DEFAULT_MAX_PROMPT_BYTES, decode_problem
+from .store.durability import DEFAULT_FSYNC, Durability, FsyncPolicy
+from .store.redaction import PII_CATEGORIES
 from .tools.write_scope import DEFAULT_WRITABLE
-from .yamlload import yaml_error
+from .yamlload import FrontmatterError, field_of, load_yaml, yaml_error, yaml_problem
 
 if TYPE_CHECKING:
     from .schemas.registry import SchemaRegistry

@@ -1,6 +1,6 @@
 """Helpers students and our tests share: a scratch workspace and readable checks.
 
-`scratch_workspace()` is what every workbench notebook calls first: it runs `agentos init`
+`scratch_workspace()` is what every workbench notebook calls first: it does what `agentos init` does
 into a fresh temporary directory and moves the working directory there, so sessions,
 notes and skills written by the notebook never land in the repository, and session ids
 start again at s0001 on every run (which is what makes the notebooks' outputs repeatable).
@@ -9,15 +9,13 @@ start again at s0001 on every run (which is what makes the notebooks' outputs re
 from __future__ import annotations
 
 import atexit
-import contextlib
-import io
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .workspace import CONTRACT_DIRS
+from .workspace import CONTRACT_DIRS, InitError, create_workspace
 
 
 @dataclass(frozen=True)
@@ -67,13 +65,11 @@ class ScratchWorkspace:
 def scratch_workspace(*, chdir: bool = True, prefix: str = "agentos-ws-") -> ScratchWorkspace:
     """`agentos init` a new temporary directory; with `chdir`, make it the working directory
     (so `%agent` and `agentos` find it). It is deleted when the Python process exits."""
-    from .cli.main import main as agentos_main  # the CLI's `init` is the one implementation of init
-
     root = Path(tempfile.mkdtemp(prefix=prefix)).resolve() / "workspace"
-    with contextlib.redirect_stdout(io.StringIO()) as out:
-        code = agentos_main(["init", str(root)])
-    if code != 0:
-        raise RuntimeError(f"agentos init failed ({code}): {out.getvalue().strip()}")
+    try:
+        create_workspace(root)  # what `agentos init` does
+    except InitError as exc:
+        raise RuntimeError(f"agentos init failed: {exc}") from None
     atexit.register(_remove, root.parent)
     previous = None
     if chdir:

@@ -54,7 +54,7 @@ def profile_findings(config: WorkspaceConfig, selected: str | None, root: Path
     problem; an API key variable that is not set, or a cassette file that is missing or
     unreadable, is a problem for the selected profile (the run would fail) and a warning
     for every other profile."""
-    from .kernel import cassette_problem, key_env_of, unknown_provider  # the composition root
+    from .providers.registry import cassette_problem, key_env_of, unknown_provider
 
     selected = selected or config.default_profile
     problems = [p for prof in config.profiles.values() if (p := unknown_provider(config.file, prof))]

@@ -1,4 +1,5 @@
-"""YAML reading for every contract file: PyYAML's safe loader, parsed by libyaml.
+"""YAML reading for every contract file: PyYAML's safe loader, parsed by libyaml, and the
+bounded loader for YAML that may come from anyone (frontmatter, agentos.yaml).
 
 `yaml.safe_load` scans and parses in pure Python: half of loading a workspace. PyYAML's
 `CSafeLoader` does the same safe construction over libyaml's parser, several times faster.
@@ -9,10 +10,14 @@ itself is imported on the first call: `import agentos_kernel` does not load it.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the annotation only: yaml is still imported on the first call
+if TYPE_CHECKING:  # imported on first use: `import agentos_kernel` loads neither
     import yaml
+
+MAX_YAML_CHARS, MAX_YAML_DEPTH, MAX_YAML_VALUES = 64 * 1024, 64, 10_000
+"""Bounds of a contract's YAML: characters read, nesting, values once aliases expand."""
 
 
 def safe_load(text: str) -> Any:
@@ -33,3 +38,74 @@ def yaml_error() -> type[yaml.YAMLError]:
     import yaml
 
     return yaml.YAMLError
+
+
+class FrontmatterError(ValueError):
+    """Frontmatter that cannot be used; `field` names where (`frontmatter` for the whole)."""
+
+    def __init__(self, message: str, field: str = "frontmatter") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@cache
+def _bounded_loader() -> type:
+    """SafeLoader that refuses nesting past MAX_YAML_DEPTH (a YAMLError with its line). The
+    pure-Python loader, not libyaml's: only its composer can be stopped as it recurses, and
+    contract YAML is small (MAX_YAML_CHARS); loading a whole workspace is cached anyway
+    (runtime_cache.py)."""
+    import yaml
+
+    class BoundedLoader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            try:
+                if self.depth > MAX_YAML_DEPTH:
+                    raise yaml.composer.ComposerError(
+                        None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
+                        self.peek_event().start_mark)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return BoundedLoader
+
+
+def load_yaml(text: str, max_chars: int = MAX_YAML_CHARS) -> Any:
+    """`yaml.safe_load` within the bounds above (a config file may pass a larger
+    `max_chars`): FrontmatterError (a ValueError) names the field at fault, yaml.YAMLError
+    the line (`yaml_problem` gives it with a one-line reason)."""
+    if len(text) > max_chars:
+        raise FrontmatterError(f"the YAML is {len(text)} characters; at most {max_chars} "
+                               "are read (put long text in the Markdown body)")
+    from .schemas.registry import not_json
+
+    loader = _bounded_loader()(text)
+    try:
+        doc = loader.get_single_data()
+    finally:
+        loader.dispose()
+    odd = not_json(doc, max_values=MAX_YAML_VALUES, max_depth=MAX_YAML_DEPTH)
+    if odd is not None:
+        raise FrontmatterError(odd.message, odd.path.strip("/").replace("/", ".") or "frontmatter")
+    return doc
+
+
+def yaml_problem(exc: yaml.YAMLError, text: str) -> tuple[int | None, str]:
+    """(0-based line in `text` or None, one-line reason) of a PyYAML error."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:
+        return mark.line, str(getattr(exc, "problem", None) or exc).splitlines()[0]
+    position = getattr(exc, "position", None)  # a ReaderError (a NUL, a control character)
+    line = text.count("\n", 0, position) if isinstance(position, int) else None
+    return line, (str(exc).splitlines() or ["?"])[0]
+
+
+def field_of(pointer: str, message: str) -> str:
+    """A readable field name for a violation: the pointer, or the missing property."""
+    name = pointer.strip("/").replace("/", ".")
+    if not name and "is a required property" in message:
+        return message.split('"')[1] if '"' in message else "-"
+    return name or "-"

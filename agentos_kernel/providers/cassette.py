@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
 from ..store.events import Event
-from ..runs.diff import first_difference, rename_session, short
+from ..schemas.jsondiff import first_difference, rename_session, short
 from ..store.redaction import redact
 from ..tools.dispatch import ToolCall
 from .base import CompletionRequest, CompletionResponse, Usage

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..skills.frontmatter import FrontmatterError, load_yaml, yaml_problem
 from ..schemas.textcheck import decode_problem
+from ..yamlload import FrontmatterError, load_yaml, yaml_problem
 from ..yamlload import yaml_error
 
 FAULT_KINDS = (

@@ -16,11 +16,6 @@ from ..schemas.registry import SchemaRegistry
 from ..skills.registry import Skill
 from ..tools.dispatch import ToolContext, ToolRegistry
 
-SERVED_ACTOR = "mcp-client"
-"""The actor of `session.start` in a session served to an MCP client (`agentos mcp serve`),
-and of its tool.invoke events: its tool calls came from outside, not from a request."""
-
-
 @dataclass(frozen=True)
 class RunResult:
     """What a finished request left behind (the log holds everything else)."""

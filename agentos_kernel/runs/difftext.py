@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..store.events import Event, read_log
-from .diff import EventsDiff, diff_events, short
+from ..schemas.jsondiff import short
+from .diff import EventsDiff, diff_events
 from ..telemetry.trace import summary
 
 MARKS = {"same": " ", "changed": "~", "only_a": "-", "only_b": "+"}

@@ -32,7 +32,7 @@ from ..errors import DomainError, Err, ErrorCode, Result
 from ..store.events import Event, TornTailWarning, check_session_id
 from ..store.integrity import verify_session
 from ..kernel import Runtime
-from .diff import rename_session
+from ..schemas.jsondiff import rename_session
 from ..roles.pwr import STAGES, Resume
 from ..roles.session import RunResult, Session
 from ..workspace import reference_dir

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
 from ..store.events import Event
-from .diff import first_difference, rename_session, short
+from ..schemas.jsondiff import first_difference, rename_session, short
 from ..tools.dispatch import ToolContext, ToolRegistry
 
 

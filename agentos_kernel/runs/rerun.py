@@ -19,11 +19,12 @@ from typing import Any
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Result
 from ..store.events import Event, check_session_id, verify_chain
 from ..kernel import Runtime
-from .diff import Divergence, diff_events, short
+from ..schemas.jsondiff import short
+from .diff import Divergence, diff_events
 from ..providers.cassette import CassetteProvider
 from ..providers.faults import FaultPlanError, load_fault_plan
 from .recorded_tools import recorded_tools
-from ..roles.session import SERVED_ACTOR
+from ..tools.dispatch import SERVED_ACTOR
 
 NOT_RUN = ("event.amended",)
 """Event types appended to a log after its run (corrections): not something to reproduce."""

@@ -19,6 +19,11 @@ from ..store.recorder import SessionLog
 from .write_scope import WriteScope, default_scope
 
 
+SERVED_ACTOR = "mcp-client"
+"""The actor of `session.start` in a session served to an MCP client (`agentos mcp serve`),
+and of its tool.invoke events: its tool calls came from outside, not from a request."""
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a tool may know about the run that calls it."""
@@ -194,4 +199,4 @@ def _broken(name: str, what: str) -> Err:
     return Err(DomainError("tool", ErrorCode.TOOL_ERROR, f"{name} {what}"))
 
 
-__all__ = ["Ok", "ToolCall", "ToolContext", "ToolDef", "ToolRegistry", "dispatch_tool"]
+__all__ = ["SERVED_ACTOR", "Ok", "ToolCall", "ToolContext", "ToolDef", "ToolRegistry", "dispatch_tool"]

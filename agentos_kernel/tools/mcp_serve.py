@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp import types
@@ -34,11 +34,13 @@ from mcp.server.stdio import stdio_server
 from .. import __version__
 from .builtin import BUILTIN_TOOLS
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
-from ..kernel import Runtime
+from .dispatch import SERVED_ACTOR, ToolCall, dispatch_tool
 from .mcp_client import RESULT_SCHEMA
 from ..store.redaction import PII_CATEGORIES, Redactor
-from ..roles.session import SERVED_ACTOR, Session
-from .dispatch import ToolCall, dispatch_tool
+
+if TYPE_CHECKING:  # the server is handed a runtime (cli/mcp.py); L1 never imports the layers above
+    from ..kernel import Runtime
+    from ..roles.session import Session
 
 SERVE_PROMPT = "agentos mcp serve: tool calls from an MCP client"
 """The session.start prompt of a served session (there is no user request)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...roles.session import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
+from ...tools.dispatch import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
 from .model import Entry, Gap
 
 REQUIRED_TYPES = (
