@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from .main import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, session_arg
 
 _URL = re.compile(r"^https?://[^\s/]+\S*$")
 
@@ -32,7 +32,7 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
         session_records,
     )
 
-    sid = _session_arg(args.session_id)
+    sid = session_arg(args.session_id)
     if args.endpoint is not None and not _URL.match(args.endpoint):
         raise UsageError(f"--endpoint {args.endpoint!r} is not an http(s) URL; give the OTLP/HTTP "
                          "traces endpoint, e.g. http://127.0.0.1:4318/v1/traces")
@@ -40,7 +40,7 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
         require_sdk()
     except OtelUnavailable as exc:
         raise UsageError(str(exc)) from None
-    rt = _runtime(args)
+    rt = runtime_from_args(args)
     telemetry = rt.profile.telemetry
     records = session_records(rt, sid)
     spans = readable_spans(records, telemetry.service_name if telemetry else DEFAULT_SERVICE)

@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from .main import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, live_trace, report_run
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, live_trace, report_run
 from ..errors import Err
 from ..providers.faults import PRESETS
 
@@ -25,7 +25,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         parent, at = parse_target(args.target)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    rt = _runtime(args)
+    rt = runtime_from_args(args)
     with live_trace(rt, args.json):
         result = fork(rt, parent, at, session_id=args.session, faults=args.faults)
     if isinstance(result, Err) and result.error.session_id is None:

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .main import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, session_arg
 from ..store.events import LOG_NAME, TornTailWarning, check_session_id
 from ..store.integrity import VerifyReport, verify_log, verify_session
 from ..store.repair import repair_torn
@@ -45,8 +45,8 @@ def _checked(log: Path | VerifyReport, sid: str, strict: bool) -> int | None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    rt = _runtime(args)
-    sid = _session_arg(args.session_id)
+    rt = runtime_from_args(args)
+    sid = session_arg(args.session_id)
     if rt.store.exists(sid) and (code := _checked(verify_session(rt.store, sid), sid, args.strict)
                                  ) is not None:
         return code
@@ -79,8 +79,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    rt = _runtime(args)
-    sid = _session_arg(args.session_id)
+    rt = runtime_from_args(args)
+    sid = session_arg(args.session_id)
     if rt.store.exists(sid) and (code := _checked(verify_session(rt.store, sid), sid, args.strict)
                                  ) is not None:
         return code
@@ -134,7 +134,7 @@ def _store_reports(args: argparse.Namespace) -> list[VerifyReport] | None:
         if not sids:
             raise UsageError(f"{args.target}: holds no session")
     elif args.profile is not None and check_session_id(args.target) is None:
-        rt = _runtime(args)
+        rt = runtime_from_args(args)
         if rt.log_file(args.target) is not None:
             return None
         store, sids = rt.store, [args.target]

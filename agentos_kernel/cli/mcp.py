@@ -8,15 +8,15 @@ import signal
 import sys
 from pathlib import Path
 
-from .main import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime, _session_arg
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, session_arg
 from ..errors import Err, ErrorCode
 
 
 def cmd_mcp_serve(args: argparse.Namespace) -> int:
     from ..tools.mcp_serve import ServedTools, serve_stdio  # the SDK loads only for this command
 
-    sid = _session_arg(args.session) if args.session else None
-    rt = _runtime(args)
+    sid = session_arg(args.session) if args.session else None
+    rt = runtime_from_args(args)
 
     def ready(served: ServedTools) -> None:
         print(f"agentos mcp serve: session {served.session.session_id} "

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .main import EXIT_NOT_OK, EXIT_OK, UsageError, _runtime
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args
 
 TARGETS = ("a folder of sessions (<id>/.events.jsonl each), or postgres:ENV (the database whose "
            "connection string is in environment variable ENV: the connecting role's sessions), "
@@ -27,7 +27,7 @@ def _admin_dsn(args: argparse.Namespace) -> tuple[str, str]:
     """(dsn, how it is named) from --dsn-env, else the profile's event_store.dsn_env."""
     env = args.dsn_env
     if env is None:
-        profile = _runtime(args).profile
+        profile = runtime_from_args(args).profile
         if profile.event_store.kind != "postgres":
             raise UsageError(f"profile {profile.name!r} stores its events as jsonl; name a profile "
                              "with event_store: {kind: postgres} (--profile P) or --dsn-env ENV")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .main import EXIT_NOT_OK, EXIT_OK, UsageError
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError
 from ..errors import ContractError
 from ..validate import validate
 from ..workspace import InitError, create_workspace
