@@ -19,6 +19,7 @@ from agentos_kernel.errors import Problem
 from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.skills.registry import discover
 from agentos_kernel.workspace import reference_dir
+from agentos_kernel.yamlload import MAX_YAML_CHARS
 
 from . import fuzz, one_line
 from .strategies import YAML_TAGS, json_values, nasty_text, yaml_bombs, yaml_deep, yaml_values
@@ -184,4 +185,4 @@ def test_frontmatter_past_its_size_bound_is_refused_unparsed(tmp_path: Path) -> 
     (tmp_path / "SKILL.md").write_text(f"---\nname: n\ndescription: {'x' * 70_000}\n---\n")
     got = frontmatter.load(tmp_path / "SKILL.md", "skill_frontmatter_v1", SCHEMAS, SHOWN)
     assert isinstance(got, Problem) and got.field == "frontmatter"
-    assert f"at most {frontmatter.MAX_YAML_CHARS} are read" in got.message
+    assert f"at most {MAX_YAML_CHARS} are read" in got.message
