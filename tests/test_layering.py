@@ -1,77 +1,86 @@
-"""The package map's one direction of imports (DESIGN: "Arrows point down the list").
+"""The package shows the spec (issue 21): one folder per layer, the import rules written once as
+import-linter contracts (pyproject.toml) that hold, and that bite when broken.
 
-The workbench (jupyter/), the command line (cli.py) and grading (labs/) sit on top of the
-runtime; no runtime layer may import them, so grading code can never change what a run
-does, and `import agentos_kernel` never loads the workbench. Concrete providers are wired
-in one place (kernel.py); rerun.py is the one other user, for its cassette.
+`.ci/run` runs `lint-imports` itself; these tests run the same contracts inside pytest, check
+the tree's shape, and break each kind of contract once in a copy of the package to see it fail.
 """
 
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import agentos_kernel
 
+from .helpers import REPO
+
 PACKAGE = Path(agentos_kernel.__file__).resolve().parent
-TOP = ("jupyter", "labs", "cli")
-# testing.py calls the CLI's init (the one implementation of it); __main__.py is the CLI
-ON_TOP = {"cli.py", "cli_log.py", "cli_fork.py", "cli_mcp.py", "cli_workspace.py", "cli_export.py",
-          "cli_store.py",
-          "__main__.py", "testing.py"}
-# `%load_ext agentos_kernel` must find its entry point in the package's __init__.
-ENTRY_POINTS = {"__init__.py": {"jupyter.magics"}}
-CONCRETE = {"scripted", "anthropic", "openai_compat", "gemini", "cassette", "cassette_file",
-            "registry"}
-MAY_WIRE_PROVIDERS = {"kernel.py", "rerun.py"}
+LAYERS = ("schemas", "store", "hooks", "skills", "tools", "providers", "roles", "workflows")
+"""The spec's layers L7, L4, L6, L5, L1, L2, L3, L8: each a folder of the package."""
 
 
-def imported(path: Path) -> set[str]:
-    """Modules of the package imported by `path`, as dotted names relative to the package."""
-    rel = path.relative_to(PACKAGE).with_suffix("")
-    here = list(rel.parts[:-1])
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
-                mod = [*base, *(node.module.split(".") if node.module else [])]
-                names.update(".".join([*mod, a.name]) if not node.module else ".".join(mod)
-                             for a in node.names)
-            elif node.module and node.module.startswith("agentos_kernel."):
-                names.add(node.module.removeprefix("agentos_kernel."))
-        elif isinstance(node, ast.Import):
-            names.update(a.name.removeprefix("agentos_kernel.") for a in node.names
-                         if a.name.startswith("agentos_kernel."))
-    return names
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` over the package found in `root`, with `root`'s pyproject.toml."""
+    return subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command;"
+                           "lint_imports_command()", "--no-cache", "--no-logo", "pyproject.toml"],
+                          cwd=root, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, check=False)
 
 
-def runtime_modules() -> list[Path]:
-    return [p for p in sorted(PACKAGE.rglob("*.py"))
-            if p.relative_to(PACKAGE).parts[0] not in ("jupyter", "labs") and p.name not in ON_TOP]
+def test_the_import_contracts_hold() -> None:
+    done = _lint(REPO)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout and "4 kept" in done.stdout, done.stdout[-1500:]
 
 
-def test_runtime_layers_never_import_the_workbench_cli_or_grading() -> None:
-    bad = {p.relative_to(PACKAGE).as_posix():
-           sorted(m for m in imported(p) - ENTRY_POINTS.get(p.name, set()) if m.split(".")[0] in TOP)
-           for p in runtime_modules()}
-    assert {k: v for k, v in bad.items() if v} == {}
+@pytest.mark.parametrize(("module", "line", "contract"), [
+    ("store/events.py", "from ..roles import session", "The spec's layers point down"),
+    ("cli/common.py", "from . import main", "No import circles"),
+    ("tools/builtin.py", "import pandas", "The runtime never imports"),
+    ("roles/agents.py", "from ..providers import scripted", "Only the composition root"),
+])
+def test_each_contract_fails_when_it_is_broken(tmp_path: Path, module: str, line: str,
+                                               contract: str) -> None:
+    shutil.copytree(PACKAGE, tmp_path / "agentos_kernel",
+                    ignore=shutil.ignore_patterns("__pycache__", "_reference"))
+    shutil.copy2(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / "agentos_kernel" / module
+    text = target.read_text(encoding="utf-8")
+    head, sep, rest = text.partition("from __future__ import annotations\n")
+    target.write_text(head + sep + line + "  # the break under test\n" + rest, encoding="utf-8")
+    done = _lint(tmp_path)
+    assert done.returncode != 0, done.stdout[-2000:]
+    flat = " ".join(done.stdout.split())  # a long contract name is wrapped over two lines
+    verdicts = flat.split("Contracts:")[0]
+    after = verdicts.split(contract, 1)[1]
+    assert after.index("BROKEN") < (after.index("KEPT") if "KEPT" in after else len(after)), flat[-1500:]
 
 
-def test_only_the_composition_root_names_concrete_providers() -> None:
-    bad = {}
-    for p in sorted(PACKAGE.rglob("*.py")):
-        rel = p.relative_to(PACKAGE)
-        if rel.parts[0] == "providers" or rel.name in MAY_WIRE_PROVIDERS:
+def _modules(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.py"))
+
+
+def test_the_tree_shows_the_layers() -> None:
+    top = _modules(PACKAGE)
+    assert len(top) <= 10, f"{len(top)} modules at the top: {[p.name for p in top]}"
+    for layer in LAYERS:
+        assert (PACKAGE / layer / "__init__.py").is_file(), f"{layer}/ is a folder of its own"
+    for folder in sorted(p.parent for p in PACKAGE.rglob("__init__.py")):
+        if "_reference" in folder.parts:
             continue
-        hits = sorted(m for m in imported(p) if m.startswith("providers.") and m.split(".")[1] in CONCRETE)
-        if hits:
-            bad[rel.as_posix()] = hits
-    assert bad == {}
+        mods = _modules(folder)
+        assert len(mods) <= 16, f"{folder.relative_to(PACKAGE)}/ holds {len(mods)} modules; split it"
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and len(doc.split()) >= 8, \
+            f"{folder.relative_to(PACKAGE)}/__init__.py says what the folder owns"
 
 
-def test_the_import_scanner_sees_relative_and_nested_imports() -> None:
-    # The rules above are only as good as `imported`: check it on the shapes used in the package.
-    assert "errors" in imported(PACKAGE / "workflows" / "engine.py")  # from ..errors import ...
-    assert "labs.commands" in imported(PACKAGE / "cli.py")
-    assert "providers.registry" in imported(PACKAGE / "kernel.py")
+def test_the_package_face_resolves_every_name() -> None:
+    for name in agentos_kernel.__all__:
+        assert getattr(agentos_kernel, name) is not None, name
+    assert callable(agentos_kernel.replay) and type(agentos_kernel).__name__ == "module"
