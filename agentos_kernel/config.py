@@ -11,13 +11,14 @@ from .errors import ContractError, Problem
 from .schemas.textcheck import DEFAULT_MAX_PROMPT_BYTES, decode_problem
 from .store.durability import DEFAULT_FSYNC, Durability, FsyncPolicy
 from .store.redaction import PII_CATEGORIES
-from .tools.write_scope import DEFAULT_WRITABLE
 from .yamlload import FrontmatterError, field_of, load_yaml, yaml_error, yaml_problem
 
 if TYPE_CHECKING:
     from .schemas.registry import SchemaRegistry
 
 CONFIG_NAME = "agentos.yaml"
+DEFAULT_WRITABLE = ("notes",)
+"""Where tools write when agentos.yaml has no `writable:` (a data folder, no contract)."""
 
 
 @dataclass(frozen=True)

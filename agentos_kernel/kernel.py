@@ -11,14 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .tools.builtin import BUILTIN_TOOLS
 from .clock import CounterIds, LogicalClock, RandomIds, SystemClock, first_free, random_session_id
+from .config import RuntimeProfile, WorkspaceConfig, load_config
 from .errors import ContractError, DomainError, Err, ErrorCode, Problem, Result
-from .store.events import Event, check_session_id
-from .roles.flow import RequestFlow
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
-from .config import RuntimeProfile, WorkspaceConfig, load_config
 from .providers.faults import FaultPlan
 from .providers.registry import (  # key_env_of, ADAPTERS: the composition root's API (__all__)
     ADAPTERS,
@@ -28,19 +25,22 @@ from .providers.registry import (  # key_env_of, ADAPTERS: the composition root'
     key_env_of,
     unknown_provider,
 )
+from .roles.agents import AgentDef, load_agents
+from .roles.flow import RequestFlow
+from .roles.session import Session
+from .schemas.registry import SchemaRegistry
+from .schemas.textcheck import prompt_refusal
+from .skills.registry import SkillRegistry, discover
+from .store.events import Event, check_session_id
+from .store.factory import open_store
+from .store.lock import SessionExists, SessionLinked, SessionLocked
 from .store.reading import SessionReading
 from .store.recorder import SessionLog
-from .roles.agents import AgentDef, load_agents
-from .schemas.registry import SchemaRegistry
-from .roles.session import Session
-from .store.lock import SessionExists, SessionLinked, SessionLocked
-from .skills.registry import SkillRegistry, discover
-from .store.factory import open_store
-from .schemas.textcheck import prompt_refusal
+from .tools.builtin import BUILTIN_TOOLS
 from .tools.dispatch import ToolContext, ToolDef, ToolRegistry
+from .tools.write_scope import WriteScope, build_scope
 from .validate import missing_schemas
 from .workspace import CONTRACT_DIRS, Workspace, find_workspace, reference_dir
-from .tools.write_scope import WriteScope, build_scope
 
 # The composition root's API: Runtime, and the provider registry it re-exports (validate.py
 # and the CLI name the registry through here; nothing outside providers/ names an adapter).

@@ -7,18 +7,18 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tools.builtin import BUILTIN_TOOLS
+from .config import RuntimeProfile, WorkspaceConfig, load_config
 from .errors import ContractError, Problem
 from .hooks import HOOK_EVENTS
 from .hooks.loader import resolve_callable
-from .config import RuntimeProfile, WorkspaceConfig, load_config
-from .store.recorder import CHECKED_ON_USE, EVENT_SCHEMAS
 from .roles.agents import load_agents
 from .schemas.registry import SchemaRegistry
 from .skills.registry import discover
+from .store.recorder import CHECKED_ON_USE, EVENT_SCHEMAS
+from .tools.builtin import BUILTIN_TOOLS
 from .tools.dispatch import ToolDef
-from .workspace import Workspace, find_workspace, reference_dir
 from .tools.write_scope import build_scope
+from .workspace import Workspace, find_workspace, reference_dir
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ContractError, Problem
 from .config import CONFIG_NAME
+from .errors import ContractError, Problem
 
 CONTRACT_DIRS = ("schemas", "agents", "skills", "workflows")
 

@@ -28,11 +28,11 @@ import yaml
 from agentos_kernel import Runtime
 from agentos_kernel.cli.main import main as cli_main
 from agentos_kernel.clock import CounterIds, LogicalClock
+from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.store.durability import Durability
 from agentos_kernel.store.jsonl import JsonlEventStore
-from agentos_kernel.store.recorder import SessionLog
-from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.store.lock import SessionLock
+from agentos_kernel.store.recorder import SessionLog
 from agentos_kernel.workspace import reference_dir
 
 POLICIES = (Durability("never"), Durability("close"), Durability("every_n", 8), Durability("always"))

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from agentos_kernel import Runtime
-from agentos_kernel.store import redaction
 from agentos_kernel.cli.main import main as cli_main
+from agentos_kernel.store import redaction
 
 
 def _strings(value: Any) -> Iterator[str]:

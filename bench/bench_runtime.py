@@ -22,10 +22,10 @@ from pathlib import Path
 from agentos_kernel import Runtime
 from agentos_kernel.cli.main import main as cli_main
 from agentos_kernel.clock import CounterIds, LogicalClock
+from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.store.jsonl import JsonlEventStore
 from agentos_kernel.store.recorder import SessionLog
 from agentos_kernel.store.replay.fold import replay_path
-from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.workspace import reference_dir
 
 

@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from agentos_kernel import Ok, Runtime, verify_chain
-from agentos_kernel.store.events import read_log
 from agentos_kernel.providers.faults import load_fault_plan
+from agentos_kernel.store.events import read_log
 from agentos_kernel.store.recorder import EVENT_SCHEMAS
 
 from .helpers import CANONICAL, NOTE_PROMPT, Run, finish

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from agentos_kernel import Err, ErrorCode, HookDecision, HookHandler, Ok, Runtime, ToolCall, ToolDef
-from agentos_kernel.store.events import read_log, verify_chain
-from agentos_kernel.jupyter.api import WorkbenchError, register_skill, run_agent
 from agentos_kernel.config import RuntimeProfile
+from agentos_kernel.jupyter.api import WorkbenchError, register_skill, run_agent
 from agentos_kernel.providers.faults import Fault, FaultPlan
 from agentos_kernel.schemas.textcheck import DEFAULT_MAX_PROMPT_BYTES, text_problem
+from agentos_kernel.store.events import read_log, verify_chain
 from agentos_kernel.tools.dispatch import dispatch_tool
 
 from .helpers import CANONICAL, REPO, Cli

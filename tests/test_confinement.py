@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from agentos_kernel import Err, ErrorCode, Runtime
-from agentos_kernel.tools.builtin import list_dir, read_file, write_file
+from agentos_kernel.providers.faults import plan_from_doc
 from agentos_kernel.store.events import read_log, verify_chain
 from agentos_kernel.store.jsonl import JsonlEventStore
-from agentos_kernel.providers.faults import plan_from_doc
+from agentos_kernel.tools.builtin import list_dir, read_file, write_file
 from agentos_kernel.tools.dispatch import ToolContext
 
 from .helpers import CANONICAL, REPO, Cli

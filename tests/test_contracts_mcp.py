@@ -28,10 +28,10 @@ from mcp.client.stdio import get_default_environment, stdio_client
 
 from agentos_kernel import Err, ErrorCode, Runtime
 from agentos_kernel.cli.main import main as cli_main
-from agentos_kernel.store.events import read_log
-from agentos_kernel.tools.mcp_client import close_all
 from agentos_kernel.providers.faults import plan_from_doc
+from agentos_kernel.store.events import read_log
 from agentos_kernel.tools.dispatch import ToolCall, dispatch_tool
+from agentos_kernel.tools.mcp_client import close_all
 
 from .helpers import REPO
 from .test_contracts_readonly import snapshot

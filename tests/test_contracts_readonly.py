@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from agentos_kernel import Err, ErrorCode, Runtime
-from agentos_kernel.tools.builtin import sha256_of, write_file
 from agentos_kernel.errors import ContractError
-from agentos_kernel.store.events import read_log, verify_chain
 from agentos_kernel.labs.audit.log import audit_log
 from agentos_kernel.providers.faults import plan_from_doc
+from agentos_kernel.store.events import read_log, verify_chain
+from agentos_kernel.tools.builtin import sha256_of, write_file
 from agentos_kernel.tools.dispatch import ToolContext
 from agentos_kernel.tools.write_scope import CONTRACTS, DEFAULT_WRITABLE, build_scope
 

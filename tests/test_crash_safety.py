@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import Runtime
+from agentos_kernel.runs.rerun import rerun
 from agentos_kernel.store.events import TornTail, read_log
 from agentos_kernel.store.integrity import verify_log
 from agentos_kernel.store.replay.fold import replay_path
-from agentos_kernel.runs.rerun import rerun
 
 from .helpers import CANONICAL, Run, RunRequest
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from agentos_kernel import Runtime
+from agentos_kernel.providers.faults import load_fault_plan
+from agentos_kernel.runs.diff import diff_events
 from agentos_kernel.runs.difftext import diff_logs
 from agentos_kernel.runs.fork import fork
-from agentos_kernel.runs.diff import diff_events
-from agentos_kernel.providers.faults import load_fault_plan
 from agentos_kernel.runs.rerun import compare
 
 from .helpers import Cli, Run, RunRequest

@@ -8,11 +8,11 @@ import pytest
 
 from agentos_kernel import Err, ErrorCode, Ok, Runtime, replay
 from agentos_kernel import kernel as kernel_module
-from agentos_kernel.tools.builtin import protected_write, sha256_of
 from agentos_kernel.errors import Result
-from agentos_kernel.store.events import read_log
 from agentos_kernel.providers.base import CompletionRequest, CompletionResponse
 from agentos_kernel.providers.scripted import ScriptedProvider
+from agentos_kernel.store.events import read_log
+from agentos_kernel.tools.builtin import protected_write, sha256_of
 
 from .helpers import CANONICAL, Run, RunRequest
 

@@ -11,14 +11,14 @@ import pytest
 
 from agentos_kernel import Err, Runtime
 from agentos_kernel.errors import ErrorCode
-from agentos_kernel.store.events import Event, canonical
-from agentos_kernel.runs.fork import fork, fork_points, parse_target
-from agentos_kernel.store.integrity import verify_log
 from agentos_kernel.labs.audit.log import audit_log
-from agentos_kernel.runs.diff import diff_events
-from agentos_kernel.schemas.jsondiff import rename_session
 from agentos_kernel.providers.faults import load_fault_plan
+from agentos_kernel.runs.diff import diff_events
+from agentos_kernel.runs.fork import fork, fork_points, parse_target
 from agentos_kernel.runs.rerun import rerun
+from agentos_kernel.schemas.jsondiff import rename_session
+from agentos_kernel.store.events import Event, canonical
+from agentos_kernel.store.integrity import verify_log
 
 from .helpers import Cli, Run, RunRequest
 from .test_verify import rechain

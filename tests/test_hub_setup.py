@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from agentos_kernel.classroom.hub import DSN_ENV, HubSetupError, prepare_student, use_class_store
 from agentos_kernel.classroom.views import class_frame, postgres_source, sessions_per_student
 from agentos_kernel.errors import Ok
-from agentos_kernel.classroom.hub import DSN_ENV, HubSetupError, prepare_student, use_class_store
 from agentos_kernel.kernel import Runtime
 
 from .pg_server import PgDatabase

@@ -16,13 +16,13 @@ import pytest
 import yaml
 
 from agentos_kernel import Runtime
-from agentos_kernel.jupyter import runtime_cache
 from agentos_kernel.clock import first_free
-from agentos_kernel.jupyter.contract_watch import ContractWatch
-from agentos_kernel.store.jsonl import JsonlEventStore
+from agentos_kernel.jupyter import runtime_cache
 from agentos_kernel.jupyter.api import run_agent
-from agentos_kernel.providers.faults import load_fault_plan
+from agentos_kernel.jupyter.contract_watch import ContractWatch
 from agentos_kernel.jupyter.runtime_cache import cached_runtime, clear
+from agentos_kernel.providers.faults import load_fault_plan
+from agentos_kernel.store.jsonl import JsonlEventStore
 from agentos_kernel.workspace import reference_dir
 from agentos_kernel.yamlload import safe_load
 

@@ -10,10 +10,10 @@ import pytest
 
 from agentos_kernel import Runtime
 from agentos_kernel.errors import Err, ErrorCode
-from agentos_kernel.store.events import read_log
 from agentos_kernel.hooks.human import HumanHook
-from agentos_kernel.store.integrity import verify_log
 from agentos_kernel.runs.live import LiveRun
+from agentos_kernel.store.events import read_log
+from agentos_kernel.store.integrity import verify_log
 
 from .helpers import CANONICAL
 

@@ -19,10 +19,10 @@ pytest.importorskip("mcp", reason="the MCP bridge needs the official `mcp` SDK (
 
 from agentos_kernel import Runtime
 from agentos_kernel.cli.main import main as cli_main
-from agentos_kernel.errors import ContractError, Err, Ok
-from agentos_kernel.tools.mcp_client import McpBridge, close_all
 from agentos_kernel.config import McpServerConfig
+from agentos_kernel.errors import ContractError, Err, Ok
 from agentos_kernel.tools.dispatch import ToolCall, dispatch_tool
+from agentos_kernel.tools.mcp_client import McpBridge, close_all
 
 SERVER = Path(__file__).resolve().parent / "mcp_servers" / "notes_server.py"
 SKILL = """---

@@ -19,11 +19,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from agentos_kernel import Err, Runtime
-from agentos_kernel.store.events import read_log
-from agentos_kernel.telemetry.otel import OtelUnavailable, otlp_json, readable_spans, require_sdk, session_records
-from agentos_kernel.telemetry.otel_spans import spans_of, ts_ns
 from agentos_kernel.providers.faults import PRESETS, load_fault_plan
+from agentos_kernel.store.events import read_log
 from agentos_kernel.store.recorder import failure_code
+from agentos_kernel.telemetry.otel import (
+    OtelUnavailable,
+    otlp_json,
+    readable_spans,
+    require_sdk,
+    session_records,
+)
+from agentos_kernel.telemetry.otel_spans import spans_of, ts_ns
 
 from .fault_kit import add_profile
 from .helpers import CANONICAL, REPO, Run, RunRequest

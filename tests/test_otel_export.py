@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentos_kernel import ContractError, Runtime
+from agentos_kernel.config import TelemetryConfig
 from agentos_kernel.telemetry.otel import otlp_json, readable_spans, session_records
 from agentos_kernel.telemetry.otel_live import CLOSE_TIMEOUT_S, LiveExport
-from agentos_kernel.config import TelemetryConfig
 
 from .fault_kit import add_profile
 from .helpers import CANONICAL, Run

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from agentos_kernel import Err, ErrorCode, Ok, Runtime, ToolCall, ToolDef, dispatch_tool
-from agentos_kernel.tools.path_args import path_like, schema_path_args
 from agentos_kernel.roles.session import Session
+from agentos_kernel.tools.path_args import path_like, schema_path_args
 
 
 @pytest.mark.parametrize("key", ["path", "paths", "file", "filename", "file_path", "filePath",

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from agentos_kernel import DomainError, Err, ErrorCode, Ok, Runtime, ToolDef
-from agentos_kernel.store.events import read_log
 from agentos_kernel.providers.anthropic import AnthropicProvider
 from agentos_kernel.providers.base import (
     MAX_RETRY_AFTER_S,
@@ -25,6 +24,7 @@ from agentos_kernel.providers.base import (
     Usage,
 )
 from agentos_kernel.providers.openai_compat import OpenAICompatProvider
+from agentos_kernel.store.events import read_log
 
 from .fault_kit import Raising, add_profile, assert_closed_not_ok, use_provider
 from .helpers import CANONICAL, Run, finish

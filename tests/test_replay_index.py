@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import replay
-from agentos_kernel.store.events import Event, LogError, TornTailWarning, read_log
 from agentos_kernel.jupyter.layers import GATED_BY, hook_decisions_for
-from agentos_kernel.store.replay.logview import LogEvents
+from agentos_kernel.store.events import Event, LogError, TornTailWarning, read_log
 from agentos_kernel.store.recorder import layer_of
 from agentos_kernel.store.replay.index import CHECKPOINT_EVERY, ReplayIndex
+from agentos_kernel.store.replay.logview import LogEvents
 from agentos_kernel.testing import write_long_session
 
 from .helpers import Run

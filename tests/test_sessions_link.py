@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from agentos_kernel import ContractError, Runtime
-from agentos_kernel.store.events import LOG_NAME
-from agentos_kernel.store.integrity import verify_log
 from agentos_kernel.config import EventStoreConfig, load_config
 from agentos_kernel.schemas.registry import SchemaRegistry
+from agentos_kernel.store.events import LOG_NAME
+from agentos_kernel.store.integrity import verify_log
 
 from .helpers import REPO, Cli, RunRequest
 

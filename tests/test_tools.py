@@ -23,8 +23,8 @@ from agentos_kernel import (
     ToolRegistry,
     dispatch_tool,
 )
-from agentos_kernel.tools.builtin import BUILTIN_TOOLS, list_dir, read_file, sha256_of, write_file
 from agentos_kernel.roles.session import Session
+from agentos_kernel.tools.builtin import BUILTIN_TOOLS, list_dir, read_file, sha256_of, write_file
 from agentos_kernel.tools.dispatch import ToolContext
 
 from .helpers import NOTE_PROMPT, RunRequest

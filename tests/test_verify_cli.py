@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import Runtime
+from agentos_kernel.jupyter import api
 from agentos_kernel.store.events import LogError, TornTail, TornTailWarning, read_log
 from agentos_kernel.store.integrity import verify_log
-from agentos_kernel.jupyter import api
 from agentos_kernel.store.repair import repair_torn
 from agentos_kernel.store.replay.fold import replay_path
 

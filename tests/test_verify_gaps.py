@@ -13,9 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from agentos_kernel.labs.audit.log import audit_log
 from agentos_kernel.store.events import LOG_NAME, Event, TornTail, canonical, chain_of, read_log
 from agentos_kernel.store.integrity import verify_log
-from agentos_kernel.labs.audit.log import audit_log
 from agentos_kernel.store.repair import repair_torn
 from agentos_kernel.store.replay.fold import replay_path
 

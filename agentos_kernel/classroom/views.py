@@ -5,7 +5,7 @@ a folder of per-student workspaces (`<root>/<student>/sessions/<id>/.events.json
 `postgres_source(dsn)` reads every student's sessions the instructor role sees in the
 PostgreSQL store. `class_frame(source)` folds each session into one row; the views
 (`sessions_per_student`, `failures_by_code`, `cost_per_lab`, `class_timeline`) are tables
-over that frame, and jupyter/class_figures.py draws them. `simulate_class` makes a class to
+over that frame, and jupyter/figures/classroom.py draws them. `simulate_class` makes a class to
 look at: scripted provider, deterministic, some sessions broken with the fault presets so
 real fail-closed codes are in the logs. This module only reads logs, except
 `simulate_class`, which runs requests through the Runtime like any student would.
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import CONFIG_NAME
 from ..store.events import Event
 from ..store.jsonl import JsonlEventStore
-from ..config import CONFIG_NAME
 from ..store.recorder import failure_code
 
 if TYPE_CHECKING:

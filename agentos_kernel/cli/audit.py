@@ -11,8 +11,8 @@ import json
 import sys
 from collections.abc import Sequence
 
-from ..schemas.jsonshape import printable
 from ..labs.audit.log import AuditReport, Gap, audit_lines, audit_log, find_logs
+from ..schemas.jsonshape import printable
 
 EXIT_CLEAN, EXIT_GAP, EXIT_BAD_PATH = 0, 1, 2
 

@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..schemas.jsonshape import printable
 from ..labs.audit.conform import ConformReport
+from ..schemas.jsonshape import printable
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -35,8 +35,8 @@ def table_lines(report: ConformReport) -> list[str]:
 
 def cmd_conform(args: argparse.Namespace) -> int:
     from ..errors import ContractError
-    from ..labs.audit.scenarios import load_scenarios
     from ..labs.audit.conform import conform
+    from ..labs.audit.scenarios import load_scenarios
 
     try:
         scenarios = load_scenarios(args.scenarios)

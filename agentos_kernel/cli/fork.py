@@ -1,5 +1,5 @@
 """`agentos fork` and `agentos diff`: change history and compare. Thin: parse, call the
-library (fork.py, logdiff.py), print.
+library (fork.py, runs/diff.py), print.
 
 fork exits like run (0 the fork closed ok, 1 not ok, 2 refused before a session existed:
 an unknown parent, a log that does not verify, a K that is not a resume point). diff exits
@@ -13,9 +13,9 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, live_trace, report_run
 from ..errors import Err
 from ..providers.faults import PRESETS
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError, live_trace, report_run, runtime_from_args
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
@@ -34,8 +34,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .log import _checked, find_logs
     from ..runs.difftext import diff_lines, diff_logs, usage_lines, verdict
+    from .log import _checked, find_logs
 
     paths = []
     for target in (args.a, args.b):

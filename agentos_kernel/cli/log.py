@@ -16,14 +16,14 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, session_arg
 from ..store.events import LOG_NAME, TornTailWarning, check_session_id
 from ..store.integrity import VerifyReport, verify_log, verify_session
-from ..store.repair import repair_torn
 from ..store.redaction import redact
+from ..store.repair import repair_torn
 from ..store.replay.summary import RECENT
 from ..telemetry.trace import LAYERS, select, trace_lines
 from ..workspace import find_workspace
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, session_arg
 
 if TYPE_CHECKING:
     from ..store.jsonl import JsonlEventStore

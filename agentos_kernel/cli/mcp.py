@@ -8,8 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
-from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, session_arg
 from ..errors import Err, ErrorCode
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, session_arg
 
 
 def cmd_mcp_serve(args: argparse.Namespace) -> int:

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_NOT_OK, EXIT_OK, UsageError
 from ..errors import ContractError
 from ..validate import validate
 from ..workspace import InitError, create_workspace
+from .common import EXIT_NOT_OK, EXIT_OK, UsageError
 
 
 def cmd_run_scenarios(args: argparse.Namespace) -> int:

@@ -19,8 +19,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Result, exception_text
-from ..store.recorder import SessionLog
 from ..schemas.textcheck import shown, text_problem
+from ..store.recorder import SessionLog
 from .runner import run_with_timeout
 
 HOOK_EVENTS = (

@@ -14,24 +14,24 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..skills import frontmatter
-from ..tools.builtin import BUILTIN_TOOLS
+from ..config import load_config
 from ..errors import DomainError, Err, Problem
+from ..kernel import Runtime
+from ..providers.faults import load_fault_plan
+from ..runs.rerun import rerun
+from ..schemas.registry import SchemaRegistry
+from ..schemas.textcheck import text_error
+from ..skills import frontmatter
+from ..skills.registry import discover
 from ..store.events import LOG_NAME, TornTailWarning
 from ..store.integrity import VerifyReport, verify_log
-from ..kernel import Runtime
-from ..telemetry.livetrace import LiveTrace
-from ..config import load_config
-from ..providers.faults import load_fault_plan
 from ..store.replay.fold import replay
 from ..store.replay.summary import summarize, summarize_path
-from ..runs.rerun import rerun
-from .runtime_cache import cached_runtime
-from ..schemas.registry import SchemaRegistry
-from ..skills.registry import discover
-from ..schemas.textcheck import text_error
+from ..telemetry.livetrace import LiveTrace
+from ..tools.builtin import BUILTIN_TOOLS
 from ..workspace import find_workspace
 from .display import AgentRun, CycleInfo, SnapshotView
+from .runtime_cache import cached_runtime
 from .source import SessionData, load_session, session_log
 from .verdicts import RerunView, SkillCheck, chain_verdict
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..store.recorder import layer_of
 from ..roles.agents import ROLES
+from ..store.recorder import layer_of
 from .layers import FAILURE_TYPES
 from .source import load_session
 

@@ -58,8 +58,8 @@ def _errors_as_usage(name: str) -> Callable[[Callable[..., Any]], Callable[..., 
         @wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Any:
             from ..errors import ContractError
-            from ..store.events import LogError
             from ..providers.faults import FaultPlanError
+            from ..store.events import LogError
             from . import api
             from .source import UnknownSession
 

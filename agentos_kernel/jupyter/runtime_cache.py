@@ -21,10 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contract_watch import ContractWatch
 from ..kernel import Runtime
 from ..providers.faults import FaultPlan
 from ..workspace import Workspace, find_workspace
+from .contract_watch import ContractWatch
 
 KEEP = 8
 """Runtimes kept (least recently used dropped first): a class opens a few workspaces."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import Problem
-from ..store.integrity import VerifyReport
 from ..runs.rerun import RerunReport
+from ..store.integrity import VerifyReport
 from .layers import esc
 
 _BOX = "border:1px solid #bbb;border-radius:4px;padding:6px 10px;margin:2px 0;font-family:monospace"

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
-from ..store.events import Event
 from ..schemas.jsondiff import first_difference, rename_session, short
+from ..store.events import Event
 from ..store.redaction import redact
 from ..tools.dispatch import ToolCall
 from .base import CompletionRequest, CompletionResponse, Usage

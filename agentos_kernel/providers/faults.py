@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..schemas.textcheck import decode_problem
-from ..yamlload import FrontmatterError, load_yaml, yaml_problem
-from ..yamlload import yaml_error
+from ..yamlload import FrontmatterError, load_yaml, yaml_error, yaml_problem
 
 FAULT_KINDS = (
     "malformed_json", "schema_violation", "tool_call", "provider_error", "timeout",

@@ -11,8 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import Problem
 from ..config import RuntimeProfile
+from ..errors import Problem
 from ..workspace import reference_dir
 from .base import Provider
 from .faults import FaultPlan

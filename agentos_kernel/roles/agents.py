@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..skills import frontmatter
 from ..errors import (
     ContractError,
     DomainError,
@@ -26,6 +25,7 @@ from ..errors import (
     exception_text,
 )
 from ..providers.base import CompletionRequest, CompletionResponse
+from ..skills import frontmatter
 from ..tools.dispatch import ToolCall, dispatch_tool
 
 ROLES = ("lead", "planner", "worker", "reviewer", "advisor", "scaffolder")

@@ -10,16 +10,16 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
-from .pwr import Resume, run_pwr
 from ..store.recorder import SessionLog, root_cause_note
+from .pwr import Resume, run_pwr
 from .session import RunResult, Session
 
 if TYPE_CHECKING:
+    from ..config import RuntimeProfile
     from ..hooks import HookBus
+    from ..skills.registry import SkillRegistry
     from ..store.jsonl import JsonlEventStore
     from ..store.postgres.store import PostgresEventStore
-    from ..config import RuntimeProfile
-    from ..skills.registry import SkillRegistry
 
 
 class RequestFlow:

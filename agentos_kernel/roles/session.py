@@ -7,14 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..hooks import HookBus
 from ..config import RuntimeProfile
+from ..hooks import HookBus
 from ..providers.base import Provider
-from ..store.recorder import SessionLog
-from .agents import AgentDef
 from ..schemas.registry import SchemaRegistry
 from ..skills.registry import Skill
+from ..store.recorder import SessionLog
 from ..tools.dispatch import ToolContext, ToolRegistry
+from .agents import AgentDef
+
 
 @dataclass(frozen=True)
 class RunResult:

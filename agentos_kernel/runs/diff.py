@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..schemas.jsondiff import MISSING, first_difference, rename_session, short
+from ..schemas.jsondiff import MISSING, first_difference, rename_session
 
 if TYPE_CHECKING:
     from ..store.events import Event

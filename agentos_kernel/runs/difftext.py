@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..store.events import Event, read_log
 from ..schemas.jsondiff import short
-from .diff import EventsDiff, diff_events
+from ..store.events import Event, read_log
 from ..telemetry.trace import summary
+from .diff import EventsDiff, diff_events
 
 MARKS = {"same": " ", "changed": "~", "only_a": "-", "only_b": "+"}
 """The column that says what a row is: same, changed, only in A, only in B."""

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Result
-from ..store.events import Event, TornTailWarning, check_session_id
-from ..store.integrity import verify_session
 from ..kernel import Runtime
-from ..schemas.jsondiff import rename_session
 from ..roles.pwr import STAGES, Resume
 from ..roles.session import RunResult, Session
+from ..schemas.jsondiff import rename_session
+from ..store.events import Event, TornTailWarning, check_session_id
+from ..store.integrity import verify_session
 from ..workspace import reference_dir
 
 FORKED_SCHEMA = "event_session_forked_v1"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Err
-from ..store.events import Event
 from ..hooks.human import HumanHook, Question
+from ..store.events import Event
 from ..store.recorder import layer_of
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
-from ..store.events import Event
 from ..schemas.jsondiff import first_difference, rename_session, short
+from ..store.events import Event
 from ..tools.dispatch import ToolContext, ToolRegistry
 
 

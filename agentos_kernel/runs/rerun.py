@@ -17,14 +17,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Result
-from ..store.events import Event, check_session_id, verify_chain
 from ..kernel import Runtime
-from ..schemas.jsondiff import short
-from .diff import Divergence, diff_events
 from ..providers.cassette import CassetteProvider
 from ..providers.faults import FaultPlanError, load_fault_plan
-from .recorded_tools import recorded_tools
+from ..schemas.jsondiff import short
+from ..store.events import Event, check_session_id, verify_chain
 from ..tools.dispatch import SERVED_ACTOR
+from .diff import Divergence, diff_events
+from .recorded_tools import recorded_tools
 
 NOT_RUN = ("event.amended",)
 """Event types appended to a log after its run (corrections): not something to reproduce."""

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import frontmatter
 from ..errors import Problem
 from ..schemas.registry import SchemaRegistry
+from . import frontmatter
 
 
 @dataclass(frozen=True)

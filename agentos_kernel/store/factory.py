@@ -19,8 +19,8 @@ from .events import EventStore
 from .jsonl import JsonlEventStore
 
 if TYPE_CHECKING:
-    from .postgres.store import PostgresEventStore
     from ..config import RuntimeProfile
+    from .postgres.store import PostgresEventStore
 
 PG_PREFIX = "postgres:"
 _TARGET = re.compile(r"^postgres:([A-Z_][A-Z0-9_]*)(?:/([a-z0-9_][a-z0-9_]{0,62}))?$")

@@ -13,8 +13,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .durability import Durability, LogWriter
 from ..errors import ContractError, Problem
+from .durability import Durability, LogWriter
 from .events import LOG_NAME, Event, canonical, check_session_id, line_event, read_log
 from .lock import SessionLocked
 

@@ -16,10 +16,10 @@ from .replay.fold import replay as replay_events
 from .replay.summary import RECENT, SnapshotSummary, summarize, summarize_path
 
 if TYPE_CHECKING:
-    from .postgres.store import PostgresEventStore
     from ..config import RuntimeProfile
     from ..schemas.registry import SchemaRegistry
     from ..workspace import Workspace
+    from .postgres.store import PostgresEventStore
 
 
 class SessionReading:

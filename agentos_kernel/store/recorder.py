@@ -14,9 +14,9 @@ from typing import Any
 
 from ..clock import Clock, Ids
 from ..errors import DomainError, Err, InvariantViolation, Ok, Result
+from ..schemas.registry import SchemaRegistry, Violation, unloggable
 from .events import Event, EventStore, canonical, with_chain
 from .redaction import Redactor
-from ..schemas.registry import SchemaRegistry, Violation, unloggable
 
 # Event type -> schema id of its payload. Role handoffs use the role schemas directly.
 EVENT_SCHEMAS: dict[str, str] = {

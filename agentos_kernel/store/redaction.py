@@ -2,7 +2,7 @@
 redaction한다"). The session log applies it to every payload it appends, so a secret that
 reaches a role's output or a tool's result is not written either; what leaves the runtime
 without passing the log (a RunResult, a returned error, an MCP result, grader feedback) is
-redacted by the same `Redactor` (kernel.py, recorder.py, mcp_serve.py, labs/grade.py).
+redacted by the same `Redactor` (kernel.py, recorder.py, mcp_serve.py, labs/rubric/grade.py).
 
 Found by default: the secret shapes of `redaction_shapes.SECRETS` (card numbers, API keys,
 tokens, private keys, passwords in URLs, secret-named fields), in dict keys as in values, at

@@ -16,11 +16,11 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, cast
 
+from ..config import RuntimeProfile, TelemetryConfig
 from ..errors import ContractError, Problem
 from ..store.events import Event
 from .otel import EXPORT_TIMEOUT_S, OtelUnavailable, readable_spans, require_sdk
 from .otel_spans import SpanBuilder, SpanRecord
-from ..config import RuntimeProfile, TelemetryConfig
 
 if TYPE_CHECKING:  # the otel extra is imported on use
     from opentelemetry.sdk.trace.export import SpanExporter

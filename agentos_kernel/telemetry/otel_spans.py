@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..store.events import Event
+from ..store.recorder import failure_code, layer_of
 from .otel_records import (
     PROVIDER_NAMES,
     TURN_STATES,
@@ -33,7 +34,6 @@ from .otel_records import (
     trace_id_of,
     ts_ns,
 )
-from ..store.recorder import failure_code, layer_of
 
 _CODE = re.compile(r"^([A-Z][A-Z0-9_]+):")
 

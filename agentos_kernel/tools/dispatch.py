@@ -14,10 +14,9 @@ from typing import Any
 from ..errors import DomainError, Err, ErrorCode, Ok, Result, exception_text
 from ..hooks import HookBus
 from ..hooks.bus import plain_json
-from .path_args import path_refusal
 from ..store.recorder import SessionLog
+from .path_args import path_refusal
 from .write_scope import WriteScope, default_scope
-
 
 SERVED_ACTOR = "mcp-client"
 """The actor of `session.start` in a session served to an MCP client (`agentos mcp serve`),

@@ -23,12 +23,12 @@ from typing import Any
 
 from mcp import types
 
-from ..errors import ContractError, Problem, Result
-from .mcp_client import RESULT_SCHEMA, McpBridge
-from .path_args import schema_path_args
 from ..config import WorkspaceConfig
+from ..errors import ContractError, Problem, Result
 from ..schemas.registry import SchemaRegistry
 from .dispatch import ToolContext, ToolDef
+from .mcp_client import RESULT_SCHEMA, McpBridge
+from .path_args import schema_path_args
 
 MAX_NAME = 64  # the providers' tool-name limit
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")

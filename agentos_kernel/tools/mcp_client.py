@@ -29,8 +29,8 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from ..config import McpServerConfig
+from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 
 RESULT_SCHEMA = "mcp_tool_result_v1"
 CLOSE_TIMEOUT_S = 5.0

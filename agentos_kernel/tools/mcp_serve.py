@@ -32,11 +32,11 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from .. import __version__
-from .builtin import BUILTIN_TOOLS
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
+from ..store.redaction import PII_CATEGORIES, Redactor
+from .builtin import BUILTIN_TOOLS
 from .dispatch import SERVED_ACTOR, ToolCall, dispatch_tool
 from .mcp_client import RESULT_SCHEMA
-from ..store.redaction import PII_CATEGORIES, Redactor
 
 if TYPE_CHECKING:  # the server is handed a runtime (cli/mcp.py); L1 never imports the layers above
     from ..kernel import Runtime

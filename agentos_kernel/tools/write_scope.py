@@ -26,13 +26,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import DEFAULT_WRITABLE
 from ..errors import ContractError, Problem
 
 if TYPE_CHECKING:
     from ..config import WorkspaceConfig
 
-DEFAULT_WRITABLE = ("notes",)
-"""Where tools write when agentos.yaml has no `writable:` (a data folder, no contract)."""
 CONTRACTS = ("agentos.yaml", "agents", "skills", "schemas", "workflows", "hooks", ".git", "sessions")
 """Top-level names no tool may write, whatever `writable` says (docs/reliability.md)."""
 CONFIG_NAME = "agentos.yaml"

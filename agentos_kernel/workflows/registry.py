@@ -19,9 +19,9 @@ from weakref import WeakKeyDictionary
 
 import yaml
 
-from ..skills import frontmatter
 from ..errors import ContractError, Problem
 from ..schemas.registry import SchemaRegistry
+from ..skills import frontmatter
 from .model import NAMING_VARS, ArtifactTemplate, Cycle, Persona, Phase, WorkflowRegistry, known
 from .policy import KIND_NAMES, KINDS, MODES, SIGNAL_NAMES, Policy, Rule
 from .signals import Signal, compile_signal

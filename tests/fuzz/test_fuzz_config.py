@@ -16,8 +16,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentos_kernel.errors import ContractError
 from agentos_kernel.config import WorkspaceConfig, load_config
+from agentos_kernel.errors import ContractError
 from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.workspace import reference_dir
 

@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentos_kernel import Runtime
-from agentos_kernel.skills import frontmatter
 from agentos_kernel.errors import Problem
 from agentos_kernel.schemas.registry import SchemaRegistry
+from agentos_kernel.skills import frontmatter
 from agentos_kernel.skills.registry import discover
 from agentos_kernel.workspace import reference_dir
 from agentos_kernel.yamlload import MAX_YAML_CHARS

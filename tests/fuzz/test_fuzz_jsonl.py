@@ -17,7 +17,15 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from agentos_kernel.cli.main import main as cli_main
-from agentos_kernel.store.events import FIELD_NAMES, Event, LogError, canonical, read_log, verify_chain, with_chain
+from agentos_kernel.store.events import (
+    FIELD_NAMES,
+    Event,
+    LogError,
+    canonical,
+    read_log,
+    verify_chain,
+    with_chain,
+)
 from agentos_kernel.store.replay.fold import replay, replay_path
 
 from . import error_line, fuzz, one_line

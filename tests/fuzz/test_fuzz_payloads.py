@@ -17,9 +17,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentos_kernel import Err, Ok, Runtime
+from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.store.events import read_log, verify_chain
 from agentos_kernel.store.replay.fold import replay
-from agentos_kernel.schemas.registry import SchemaRegistry
 from agentos_kernel.workspace import reference_dir
 
 from . import fuzz, one_line

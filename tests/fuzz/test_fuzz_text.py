@@ -17,10 +17,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentos_kernel import ContractError, Err, ErrorCode, Runtime, ToolCall
-from agentos_kernel.store.events import read_log, verify_chain
 from agentos_kernel.jupyter.api import WorkbenchError, run_agent
 from agentos_kernel.providers.faults import FaultPlanError, load_fault_plan
 from agentos_kernel.schemas.textcheck import first_bad, text_problem
+from agentos_kernel.store.events import read_log, verify_chain
 from agentos_kernel.tools.dispatch import dispatch_tool
 
 from . import fuzz, one_line

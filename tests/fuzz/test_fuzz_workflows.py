@@ -14,9 +14,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentos_kernel.skills import frontmatter
 from agentos_kernel.errors import ContractError
 from agentos_kernel.schemas.registry import SchemaRegistry
+from agentos_kernel.skills import frontmatter
 from agentos_kernel.workflows.model import WorkflowRegistry
 from agentos_kernel.workflows.registry import load_workflows
 from agentos_kernel.workspace import reference_dir

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from matplotlib.axes import Axes
 
-from agentos_kernel.store.events import LogError
 from agentos_kernel.jupyter import cost_figure, events_frame, run_agent, timeline_figure
-from agentos_kernel.jupyter.frames import cost_by_role, cumulative_cost
 from agentos_kernel.jupyter.figures.ranges import TIMELINE_BINS, bands, llm_calls, timeline_range
+from agentos_kernel.jupyter.frames import cost_by_role, cumulative_cost
+from agentos_kernel.store.events import LogError
 from agentos_kernel.store.replay.logview import LogEvents
 from agentos_kernel.testing import write_long_session
 

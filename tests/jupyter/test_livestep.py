@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.store.events import read_log
 from agentos_kernel.jupyter.widgets.livestep import LiveStepper
+from agentos_kernel.store.events import read_log
 
 CANONICAL = "hello, greet Ada"
 

@@ -9,9 +9,9 @@ import pytest
 from IPython.core.error import UsageError
 
 from agentos_kernel import replay
-from agentos_kernel.store.events import read_log
 from agentos_kernel.jupyter.display import AgentRun, SnapshotView
 from agentos_kernel.jupyter.verdicts import SkillCheck
+from agentos_kernel.store.events import read_log
 
 CANONICAL = '"hello, greet Ada"'
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.store.events import read_log
 from agentos_kernel.jupyter import WorkbenchError, cost_whatif, run_agent
 from agentos_kernel.providers.pricing import RECORDED, reprice
+from agentos_kernel.store.events import read_log
 
 HAIKU = {"input_per_mtok": 1.0, "output_per_mtok": 5.0}
 SONNET = {"input_per_mtok": 2.0, "output_per_mtok": 10.0}

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel.errors import ContractError
-from agentos_kernel.labs.audit.log import audit_log
 from agentos_kernel.labs.audit.conform import conform
-from agentos_kernel.providers.faults import PRESETS
+from agentos_kernel.labs.audit.log import audit_log
 from agentos_kernel.labs.audit.scenarios import Scenario, load_scenarios, run_scenarios, scenarios_dir
+from agentos_kernel.providers.faults import PRESETS
 
 from ..helpers import REPO, Cli
 

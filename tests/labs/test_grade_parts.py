@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel.cli.main import main as cli_main
-from agentos_kernel.labs.rubric import grade as grade_mod
 from agentos_kernel.labs.rubric import criteria as rubric
-from agentos_kernel.labs.sandbox import run as sandbox
+from agentos_kernel.labs.rubric import grade as grade_mod
 from agentos_kernel.labs.rubric import testrun
 from agentos_kernel.labs.rubric.boundary import check as boundary_check
 from agentos_kernel.labs.rubric.contracts import check as contracts_check
@@ -28,6 +27,7 @@ from agentos_kernel.labs.rubric.observability import compare_snapshot, replay_lo
 from agentos_kernel.labs.rubric.readme import check as readme_check
 from agentos_kernel.labs.rubric.readme import sections
 from agentos_kernel.labs.rubric.suite import find_tests, junit_outcomes
+from agentos_kernel.labs.sandbox import run as sandbox
 
 from ._grade_fixtures import FULL_MARKS, LOG
 

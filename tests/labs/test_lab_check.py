@@ -18,10 +18,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from agentos_kernel.labs.notebook import check as labcheck
 from agentos_kernel.labs.notebook.check import check_notebook
-from agentos_kernel.labs.notebook.run import TIMEOUT_ENAME
-from agentos_kernel.labs.notebook.score import LabScore, ScoreRow, score_cell
 from agentos_kernel.labs.notebook.nbgrader_format import LabInputError, compute_checksum
 from agentos_kernel.labs.notebook.release import release
+from agentos_kernel.labs.notebook.run import TIMEOUT_ENAME
+from agentos_kernel.labs.notebook.score import LabScore, ScoreRow, score_cell
 
 from ..helpers import REPO
 from ._lab_fixtures import (

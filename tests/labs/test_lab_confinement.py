@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from agentos_kernel.labs.rubric import observability
 from agentos_kernel.labs.notebook.check import check_notebook
 from agentos_kernel.labs.notebook.nbgrader_format import LabInputError
 from agentos_kernel.labs.notebook.release import release
-from agentos_kernel.labs.sandbox.run import make_box
+from agentos_kernel.labs.rubric import observability
 from agentos_kernel.labs.rubric.submission import SubmissionFileError, files, read_text
+from agentos_kernel.labs.sandbox.run import make_box
 
 from ..helpers import Cli
 from ._grade_fixtures import FULL_MARKS, LOG

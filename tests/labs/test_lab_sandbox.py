@@ -25,14 +25,14 @@ from typing import Any
 
 import pytest
 
-from agentos_kernel.labs.sandbox import cgroups
-from agentos_kernel.labs.sandbox import kernel as labbox
+from agentos_kernel.labs.notebook import box as labbox
 from agentos_kernel.labs.notebook import check as labcheck
-from agentos_kernel.labs.sandbox import run as sandbox
 from agentos_kernel.labs.notebook.check import SandboxUnavailable, check_notebook
+from agentos_kernel.labs.notebook.release import release
 from agentos_kernel.labs.notebook.run import LOST, KernelStartError
 from agentos_kernel.labs.notebook.score import LabScore
-from agentos_kernel.labs.notebook.release import release
+from agentos_kernel.labs.sandbox import cgroups
+from agentos_kernel.labs.sandbox import run as sandbox
 
 from ..helpers import REPO, Cli
 from ._lab_fixtures import SOURCE, cell, submission_copy

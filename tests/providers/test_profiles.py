@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from agentos_kernel import Ok
-from agentos_kernel.kernel import key_env_of
 from agentos_kernel.config import load_config
+from agentos_kernel.kernel import key_env_of
 from agentos_kernel.providers.base import CompletionRequest
 from agentos_kernel.providers.openai_compat import (
     LocalProvider,

@@ -14,8 +14,8 @@ import pytest
 
 from agentos_kernel.store.events import Event, chain_of, verify_chain
 from agentos_kernel.store.integrity import verify_lines
-from agentos_kernel.store.postgres.store import PostgresEventStore
 from agentos_kernel.store.lock import SessionLocked
+from agentos_kernel.store.postgres.store import PostgresEventStore
 
 from ..helpers import REPO
 from ..pg_server import PgDatabase

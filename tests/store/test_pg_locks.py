@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import Runtime
-from agentos_kernel.store.postgres import schema as pg_schema
 from agentos_kernel.errors import Ok
 from agentos_kernel.store.events import canonical
-from agentos_kernel.store.postgres.store import PostgresEventStore, close_pools
 from agentos_kernel.store.lock import SessionLocked
+from agentos_kernel.store.postgres import schema as pg_schema
+from agentos_kernel.store.postgres.store import PostgresEventStore, close_pools
 
 from ..helpers import CANONICAL, REPO, Cli
 from ..pg_server import ADMIN, PgDatabase, PgServer

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import SchemaRegistry
-from agentos_kernel.skills import frontmatter as fm
 from agentos_kernel.hooks import HookDecision, HookHandler
+from agentos_kernel.skills import frontmatter as fm
 from agentos_kernel.workflows.fanout import slug
 
 from .conftest import CycleRun, RunCycle

@@ -16,10 +16,10 @@ from typing import Any, cast
 
 import pandas as pd
 
-from ...store.events import Event
-from ...store.replay.logview import LogEvents
-from ...store.recorder import layer_for
 from ...roles.agents import ROLES
+from ...store.events import Event
+from ...store.recorder import layer_for
+from ...store.replay.logview import LogEvents
 from ..layers import FAILURE_TYPES
 
 TIMELINE_MAX_POINTS = 2000

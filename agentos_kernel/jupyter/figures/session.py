@@ -22,10 +22,11 @@ import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
-from ...store.events import Event
 from ...roles.agents import ROLES
+from ...store.events import Event
 from ..frames import cost_by_role, cumulative_cost
 from ..layers import LAYER_COLORS, LAYER_NAMES
+from ..source import load_session, open_session
 from .ranges import (
     COST_MAX_LABELS,
     TIMELINE_BINS,
@@ -37,7 +38,6 @@ from .ranges import (
     thinned_steps,
     timeline_range,
 )
-from ..source import load_session, open_session
 
 _FAIL = "#cf222e"
 

@@ -13,8 +13,8 @@ from matplotlib.figure import Figure
 
 from ...providers.pricing import PRICE_KEYS, Repricing, reprice
 from ..api import WorkbenchError
-from .session import render_svg
 from ..source import load_session
+from .session import render_svg
 
 _COLORS = ("#999999", "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9")
 

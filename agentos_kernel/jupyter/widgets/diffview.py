@@ -13,8 +13,8 @@ from typing import Any
 
 import ipywidgets as W
 
-from ...runs.difftext import MARKS, diff_lines, row_note, usage_lines, verdict
 from ...runs.diff import DiffRow, EventsDiff, diff_events
+from ...runs.difftext import MARKS, diff_lines, row_note, usage_lines, verdict
 from ..layers import esc, pretty
 from ..source import load_session
 

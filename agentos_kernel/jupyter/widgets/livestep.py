@@ -17,13 +17,13 @@ from typing import Any
 
 import ipywidgets as W
 
-from ...store.events import Event
 from ...hooks.human import HumanHook
 from ...kernel import Runtime
-from ...runs.live import LiveRun, Pause
-from ...telemetry.livetrace import line
 from ...providers.faults import load_fault_plan
+from ...runs.live import LiveRun, Pause
+from ...store.events import Event
 from ...store.recorder import layer_of
+from ...telemetry.livetrace import line
 from ..layers import LAYER_NAMES, diagram_html, esc, pretty
 
 LAYERS = tuple(f"L{i}" for i in range(1, 9))

@@ -33,8 +33,8 @@ from ..layers import (
     schema_files,
     schema_of,
 )
-from .snapview import diff_snapshots, snapshot_rows
 from ..source import open_session
+from .snapview import diff_snapshots, snapshot_rows
 
 __all__ = ["LayerStepper", "ReplayScrubber", "diff_snapshots"]
 

@@ -2,7 +2,7 @@
 
 Each check takes the events read from one log (in file order) and returns its gaps; the
 flow checks (pairs, transitions, hooks, schema violations, required types) are in
-audit_flow.py. `run_all` runs both in a fixed order, so a report lists gaps the same way
+flow.py. `run_all` runs both in a fixed order, so a report lists gaps the same way
 every time.
 """
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ...store.events import LOG_NAME
-from .scenarios import Scenario, load_scenarios
 from .log import audit_log, outside, read_entries
 from .model import Entry
+from .scenarios import Scenario, load_scenarios
 
 
 @dataclass(frozen=True)

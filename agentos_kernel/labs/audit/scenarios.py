@@ -3,7 +3,7 @@ loading them, and running them on this runtime to produce one log per scenario.
 
 The kit is language-neutral: another implementation runs the same prompt with its mock
 provider, injects the fault the scenario describes, and writes `LOG_DIR/<id>/.events.jsonl`;
-`agentos conform LOG_DIR` (labs/conform.py) checks the logs. Here the runtime writes its
+`agentos conform LOG_DIR` (labs/audit/conform.py) checks the logs. Here the runtime writes its
 own: each scenario runs in a scratch copy of the reference workspace (a scenario's tools
 may write files) with the log store pointed at LOG_DIR, under the session id = scenario id.
 """
@@ -18,9 +18,9 @@ from typing import Any
 import jsonschema_rs
 
 from ...errors import ContractError, Err, Problem
+from ...providers.faults import FaultPlanError, plan_from_doc
 from ...store.events import LOG_NAME
 from ...store.jsonl import JsonlEventStore
-from ...providers.faults import FaultPlanError, plan_from_doc
 from ...workspace import reference_dir
 
 

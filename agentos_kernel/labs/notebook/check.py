@@ -7,7 +7,7 @@ grade_id (nbgrader/preprocessors/overwritecells.py), so hidden tests run and an 
 cell counts for nothing. The folder's other files go along (and the source folder's over
 them, as autograde copies the assignment's source files over the submission's).
 
-The kernel runs in the grader's sandbox (labbox.py): it reads only its box (the folder's
+The kernel runs in the grader's sandbox (box.py): it reads only its box (the folder's
 files and the student's notebook as submitted, never the restored one nor the source),
 the system and Python prefixes and the package; it writes only its box; no network; limits
 on memory, processes and time. A machine that cannot sandbox it is refused unless the
@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sandbox import run as sandbox
-from ..sandbox.kernel import Limits, make_kernel_box, run_in_box
-from .score import FAILED, MANUAL, MISSING, LabScore, ScoreRow, score_cell
+from .box import Limits, make_kernel_box, run_in_box
 from .nbgrader_format import (
     LabInputError,
     compute_checksum,
@@ -39,10 +38,11 @@ from .nbgrader_format import (
     validate_notebook,
 )
 from .release import IGNORE, clear_outputs, instructor_cells, load_lab, refuse_link_out
+from .score import FAILED, MANUAL, MISSING, LabScore, ScoreRow, score_cell
 
 DEFAULT_TIMEOUT = 30  # seconds per cell: nbgrader's Execute.timeout default
 DEFAULT_WALL = 600  # seconds for the whole run: the five course labs take under 10 s
-DEFAULT_MEMORY_MB = 2048  # a course lab's kernel peaks at ~390 MiB of address space (labbox.py)
+DEFAULT_MEMORY_MB = 2048  # a course lab's kernel peaks at ~390 MiB of address space (box.py)
 MAX_PROCESSES = 256  # threads count too; a lab kernel has about 20
 MAX_FILES, MAX_BYTES = 2000, 200 * 2**20  # a lab folder, not a home directory
 

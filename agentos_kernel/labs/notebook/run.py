@@ -10,7 +10,7 @@ cells are marked not run instead of each waiting out its own timeout. A dead ker
 (os._exit, a segfault, a limit of its sandbox) ends the run the same way: later cells would
 only fail on lost state. The run as a whole has a time limit too (`wall`).
 
-The kernel is started as `KernelLaunch` says (labbox.py: in the grader's sandbox); this
+The kernel is started as `KernelLaunch` says (box.py: in the grader's sandbox); this
 module only drives it, from outside.
 """
 

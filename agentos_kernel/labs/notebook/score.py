@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .run import TIMEOUT_ENAME
 from .nbgrader_format import compute_checksum, is_solution, meta
+from .run import TIMEOUT_ENAME
 
 # Row statuses. Only "passed" and "partial" earn points; "manual" has no points yet.
 PASSED, PARTIAL, FAILED, TIMEOUT, NOT_RUN = "passed", "partial", "failed", "timeout", "not run"

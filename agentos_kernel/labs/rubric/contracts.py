@@ -23,9 +23,9 @@ from typing import Any
 import jsonschema_rs
 import orjson
 
+from ...schemas.registry import SchemaRegistry, Violation
 from ...skills import frontmatter
 from ...store.recorder import EVENT_SCHEMAS
-from ...schemas.registry import SchemaRegistry, Violation
 from ...workspace import reference_dir
 from .model import CriterionResult, fail
 from .submission import SubmissionFileError, files, read_bytes, read_text

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import boundary
-from . import contracts
-from . import readme
+from . import boundary, contracts, readme
 from . import observability as observe
 from .determinism import first_difference, normalised_logs
 from .model import CriterionResult, fail

@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from ...store.redaction import redact
-from . import criteria as rubric
 from ..sandbox import run as sandbox
+from . import criteria as rubric
 from .model import CRITERIA, CriterionResult, SubmissionGrade
 from .observability import LogSource
 from .submission import find_submissions, language

@@ -1,4 +1,4 @@
-"""Confine, then exec: the first program of every sandboxed run (see sandbox.py).
+"""Confine, then exec: the first program of every sandboxed run (see run.py).
 
 Run as `python -I -S _confine.py CONFIG_JSON -- CMD...`, inside `unshare` when the grader
 has it. It imports nothing from agentos_kernel (the package may not be readable once the

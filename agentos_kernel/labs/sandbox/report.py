@@ -1,7 +1,7 @@
 """What a sandboxed run reported: the protection layers that held (written by `_confine.py`
 before the command starts) and what the command tried outside its box (`_audit_site.py`).
 
-Both come as JSON lines on one report file the grader opened outside the box; see sandbox.py.
+Both come as JSON lines on one report file the grader opened outside the box; see run.py.
 """
 
 from __future__ import annotations

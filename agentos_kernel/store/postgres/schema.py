@@ -11,7 +11,7 @@ What the database itself enforces, whoever connects (docs/class-server.md):
 - Per-session order: a row's `pos` must be the session's next position (1, 2, 3 …; a trigger
   and the primary key (owner, session_id, pos)), so two writers can never interleave a log.
 - One writer per session (version 2): a claim locks the session's row in agentos.sessions,
-  which only its owner may lock (pg_lock.py); no role can block another's session.
+  which only its owner may lock (lock.py); no role can block another's session.
 
 Each migration runs once, in one transaction, and is recorded in `agentos.schema_version`.
 Two concurrent `migrate`s wait for each other: on a database that has the schema, through an

@@ -7,7 +7,7 @@ JSONL store would have written; `id`, `type`, `ts` are copied into columns to qu
 
 Policies:
 - One writer per session: claiming a session (`create`, `reopen`, the first `append`) locks
-  the session's row in agentos.sessions, which only its owner may lock (pg_lock.py), in a
+  the session's row in agentos.sessions, which only its owner may lock (lock.py), in a
   transaction on a connection of the claim's own, held until `close`. The server drops it
   when that connection ends (a killed kernel never leaves a session locked). In the database,
   the primary key (owner, session_id, pos) and the in-order trigger refuse any interleaved
@@ -33,9 +33,9 @@ import orjson
 
 from ..durability import Durability
 from ..events import Event, canonical, check_session_id, line_event
+from ..lock import SessionExists, SessionLocked
 from .lock import APP as _APP
 from .lock import SessionClaim
-from ..lock import SessionExists, SessionLocked
 
 EXTRA_HINT = 'pip install "agentos-kernel[postgres]" (psycopg 3 and psycopg-pool)'
 _PAGE = 500  # rows per read query: reads stream in pages, holding no connection between them

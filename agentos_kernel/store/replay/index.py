@@ -17,9 +17,9 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from ..events import Event
-from .logview import rows_of
 from ..recorder import layer_for
 from .fold import Mark, Snapshot, _Fold
+from .logview import rows_of
 
 CHECKPOINT_EVERY = 256
 """Events between two marks: a step folds fewer than this; memory is a few kB per mark."""

@@ -1,5 +1,5 @@
 """The values replay folds a log into: `Snapshot` (snapshot_v1) with its `Cost`, and the
-`Mark` a ReplayIndex keeps every k events (replay.py folds; replay_summary.py has the bounded
+`Mark` a ReplayIndex keeps every k events (replay.py folds; summary.py has the bounded
 snapshot_v2)."""
 
 from __future__ import annotations

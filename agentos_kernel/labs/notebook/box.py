@@ -1,4 +1,4 @@
-"""The sandbox a lab check's kernel runs in: the grader's (sandbox.py) around ipykernel.
+"""The sandbox a lab check's kernel runs in: the grader's (sandbox/run.py) around ipykernel.
 
 Only the kernel is confined; the client (nbclient, holding the notebook with the hidden
 tests) stays in the grader and sends each cell when it runs, as nbgrader does. They talk
@@ -30,10 +30,10 @@ import zmq
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import List, Unicode
 
-from . import cgroups
-from . import run as sandbox
-from ..notebook.run import KernelLaunch, RunResult, run_notebook
-from ..notebook.nbgrader_format import LabInputError
+from ..sandbox import cgroups
+from ..sandbox import run as sandbox
+from .nbgrader_format import LabInputError
+from .run import KernelLaunch, RunResult, run_notebook
 
 REFERENCE_PARTS = ("schemas", "agents", "skills", "workflows", "agentos.yaml", "cassettes", "conformance")
 SYSTEM_CONFIG = ("/etc/ipython", "/etc/jupyter")  # what IPython and Jupyter look for at start
@@ -102,6 +102,7 @@ class KernelBox:
 def kernel_readonly() -> tuple[str, ...]:
     """What the kernel reads besides the system and Python prefixes (see the module doc)."""
     import agentos_kernel
+
     from ...workspace import reference_dir
 
     package = Path(agentos_kernel.__file__).resolve().parent
