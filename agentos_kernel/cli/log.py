@@ -219,7 +219,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("verify", help="check a log's hash chain and envelope line by line; name the "
                                       "first altered, removed, reordered, duplicated or appended "
-                                      "event and a torn final line")
+                                      "event, a key held twice, a blank line, a log in another "
+                                      "session's folder and a torn final line")
     p.add_argument("target", metavar="ID|PATH",
                    help="a session id in the workspace, a .events.jsonl file, a session directory, "
                         "a directory of sessions (each is verified), or postgres:ENV[/OWNER] (every "
