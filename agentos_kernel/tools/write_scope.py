@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import DEFAULT_WRITABLE
+from ..config import CONFIG_NAME, DEFAULT_WRITABLE
 from ..errors import ContractError, Problem
 
 if TYPE_CHECKING:
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 CONTRACTS = ("agentos.yaml", "agents", "skills", "schemas", "workflows", "hooks", ".git", "sessions")
 """Top-level names no tool may write, whatever `writable` says (docs/reliability.md)."""
-CONFIG_NAME = "agentos.yaml"
 CONTRACT_WHY = "a contract no tool may write (edit it by hand; it is loaded validated)"
 LOGS_WHY = "the event logs, which no tool may write"
 
