@@ -19,9 +19,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         description="Copy the workbench notebooks shipped with this installation to DEST: the "
                     "teaching notebooks as they are, and every lab in its released version "
                     "(solutions replaced by stubs, hidden tests removed, outputs cleared), with its "
-                    "starter files. This is what to hand to students. With --instructor, the lab "
-                    "sources instead (model solutions, hidden tests, the instructors' guide): keep "
-                    "those where students cannot read them.")
+                    "starter files; a project lab (no notebook: the Lab 07 capstone) as its "
+                    "handout and starter, without its solution/. This is what to hand to "
+                    "students. With --instructor, the lab sources instead (model solutions, hidden "
+                    "tests, reference solutions, the instructors' guide): keep those where "
+                    "students cannot read them.")
     p.add_argument("dest", type=Path, help="the folder to write (created if missing)")
     p.add_argument("--instructor", action="store_true",
                    help="copy the lab sources with solutions and hidden tests (for the instructor)")

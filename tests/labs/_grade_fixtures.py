@@ -1,8 +1,9 @@
 """The Lab 07 fixture set: the full-marks submission and one mutation of it per case.
 
-Only `submissions/full_marks/` is stored; each other case is a copy with one change, made
-here, so a fix to the fixture reaches every case. EXPECTED is the per-criterion table the
-grader must produce for the set (1 = pass), in the rubric's order.
+Only the full-marks submission is stored — the capstone's reference solution, `FULL_MARKS` —
+and each other case is a copy with one change, made here, so a fix to it reaches every case.
+EXPECTED is the per-criterion table the grader must produce for the set (1 = pass), in the
+rubric's order.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-FULL_MARKS = Path(__file__).resolve().parent / "submissions" / "full_marks"
+FULL_MARKS = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "capstone-lab-07" / "solution"
+"""The reference solution of the Lab 07 capstone (notebooks/labs/capstone-lab-07/solution/)."""
 LOG = "sessions/example/.events.jsonl"
 
 #                      boundary contract observ safety determ docs

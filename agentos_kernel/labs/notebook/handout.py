@@ -2,9 +2,11 @@
 
 The teaching notebooks (`00_tour` … `12_class_dashboard`) are copied as they are; every lab
 under `labs/` is written in its released version (`release.py`: solutions stubbed, hidden
-tests removed, outputs cleared) with its starter files. The lab sources — model solutions,
-hidden tests, the instructors' guide `labs/README.md` — are copied only with
-`instructor=True`. The notebooks come from the installed package (the wheel carries them as
+tests removed, outputs cleared) with its starter files. A project lab — a lab folder with no
+notebook, such as the Lab 07 capstone — is copied as it is (its handout and starter) except
+its `solution/`. The lab sources — model solutions, hidden tests, a project's reference
+solution, the instructors' guide `labs/README.md` — are copied only with `instructor=True`.
+The notebooks come from the installed package (the wheel carries them as
 `_reference/notebooks`) or, in a checkout, from the repository's `notebooks/`.
 """
 
@@ -20,6 +22,8 @@ from .release import ReleasedNotebook, ignored, release
 
 LABS = "labs"
 """The folder of lab folders inside the notebooks folder."""
+SOLUTION = "solution"
+"""A project lab's reference solution folder: the instructor's, never in a student copy."""
 
 
 def notebooks_dir() -> Path:
@@ -45,6 +49,16 @@ def _lab_folders(src: Path) -> list[Path]:
     labs = src / LABS
     return sorted(p for p in labs.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) \
         if labs.is_dir() else []
+
+
+def _project_files(src: Path) -> list[Path]:
+    """The files of every project lab (a lab folder with no notebook) a student gets: all but
+    its solution/ (and what nbgrader never copies)."""
+    labs = src / LABS
+    projects = sorted(p for p in labs.iterdir() if p.is_dir() and not any(p.glob("*.ipynb"))) \
+        if labs.is_dir() else []
+    return [f for lab in projects for f in sorted(lab.rglob("*")) if f.is_file()
+            and not ignored(f.relative_to(lab)) and f.relative_to(lab).parts[0] != SOLUTION]
 
 
 def _teaching_files(src: Path) -> list[Path]:
@@ -83,9 +97,11 @@ def copy_notebooks(dest: Path | str, *, instructor: bool = False, force: bool = 
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(p, target)
         return Handout(dest, tuple(dest / p.relative_to(src) for p in files), (), True)
+    projects = _project_files(src)
     lab_targets = [dest / LABS / lab.name / p.relative_to(lab)
                    for lab in labs for p in lab.rglob("*") if p.is_file()]
-    _refuse(dest, src, [dest / p.name for p in teaching] + lab_targets, force)
+    _refuse(dest, src, [dest / p.name for p in teaching] + lab_targets
+            + [dest / p.relative_to(src) for p in projects], force)
     dest.mkdir(parents=True, exist_ok=True)
     copied = []
     for p in teaching:
@@ -96,5 +112,10 @@ def copy_notebooks(dest: Path | str, *, instructor: bool = False, force: bool = 
         report = release(lab, dest / LABS / lab.name, force=force)
         released += report.notebooks
         copied += report.copied
+    for p in projects:
+        target = dest / p.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(p, target)
+        copied.append(target)
     return Handout(dest, tuple(copied), tuple(released), False)
 
