@@ -20,6 +20,7 @@ NBGRADER_KEYS = {"grade", "grade_id", "locked", "schema_version", "solution", "t
 MARKERS = {"solution": ("### BEGIN SOLUTION", "### END SOLUTION"),
            "hidden": ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")}
 SESSION_ID = re.compile(r"\bs\d{4,}\b")
+WEEK = re.compile(r"\bWeeks? \d\d(–\d\d)?\b")
 TOTAL = re.compile(r"\|\s*\|\s*\*\*Total\*\*\s*\|\s*\*\*(\d+)\*\*\s*\|")
 
 
@@ -116,6 +117,9 @@ def test_the_goal_comes_first_and_the_points_add_up(name: str) -> None:
     first = nb.cells[0]
     assert first.cell_type == "markdown" and first.source.startswith(f"# Lab {name[4:6]} · ")
     assert "**Goal.** By the end you can " in first.source
+    # the course map (docs/course.md): the first cell says which week of the course it serves
+    assert WEEK.search(first.source.split("**Goal.**")[0]), \
+        "before its goal, the first cell names its week: **Week NN · what it teaches.**"
     total = TOTAL.search(first.source)
     assert total, "the first cell's table ends with | | **Total** | **N** |"
     points = sum(nbgrader(c).get("points", 0) for c in nb.cells if nbgrader(c)["grade"])
