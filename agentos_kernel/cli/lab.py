@@ -1,4 +1,5 @@
-"""`agentos lab check | release | validate`: lab notebooks in nbgrader's format, without nbgrader.
+"""`agentos lab check | release | validate`: lab notebooks in nbgrader's format, without nbgrader
+(`fetch | submit | collect`: lab_exchange.py).
 
 Thin: parse, call `labcheck` / `release` / `nbgrader_format`, print. Exit codes: check 0 full
 marks (written answers aside), 1 points lost, 2 bad input or the notebook could not be run;
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..schemas.jsonshape import printable
+from .lab_exchange import add_exchange_commands
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 
@@ -20,7 +22,8 @@ EXIT_OK, EXIT_FINDING, EXIT_USAGE = 0, 1, 2
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add `agentos lab ...` to the `agentos` parser."""
     lab = sub.add_parser(
-        "lab", help="check, release and validate lab notebooks (nbgrader cell metadata)",
+        "lab", help="check, release and validate lab notebooks (nbgrader cell metadata); hand them "
+                    "out and collect them",
         description="Lab notebooks use nbgrader's own cell metadata, so the same folder works under "
                     "nbgrader (generate_assignment, autograde) and with these commands without it.")
     cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="LAB_COMMAND")
@@ -75,6 +78,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "Exit 0 none, 1 problems found, 2 a file is not a notebook.")
     p.add_argument("notebooks", type=Path, nargs="+", metavar="NOTEBOOK")
     p.set_defaults(fn=cmd_validate)
+
+    add_exchange_commands(cmds)
 
 
 def _path_error(path: Path, exc: OSError | ValueError) -> str:
