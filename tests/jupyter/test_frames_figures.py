@@ -84,6 +84,14 @@ def test_a_value_outside_a_closed_set_is_kept() -> None:
     assert values[2] == "L9" and pd.isna(values[1])
 
 
+def test_cost_by_role_keeps_calls_of_no_role() -> None:
+    calls = pd.DataFrame({"seq": [3, 5, 9], "role": categorical(["lead", None, "lead"], ROLE_NAMES),
+                          "tokens_in": [10, 20, 30], "tokens_out": [1, 2, 3], "cost_usd": [0.1, 0.2, 0.3]})
+    table = cost_by_role(calls)  # no `type` column: every row is a call
+    assert table["calls"].tolist() == [2, 1] and table.index[0] == "lead" and pd.isna(table.index[1])
+    assert table["tokens_in"].sum() == 60  # nothing dropped with the missing role
+
+
 def test_the_closed_sets_match_the_schemas() -> None:
     import json
 
@@ -181,6 +189,27 @@ def test_figures_compose_in_one_workbench_figure_and_restyle(run) -> None:
     svg = fig._repr_svg_()
     assert "restyled" in svg and "#123456" in svg and svg == fig.svg  # the SVG follows the restyle
     assert "agentos-timeline-s0001+cost-s0001" in svg  # ids salted by what was drawn
+
+
+def test_a_figure_shows_as_its_svg_alone_even_under_pyplots_inline_backend(ip, run) -> None:
+    from IPython.core.pylabtools import select_figure_formats
+
+    formatters, active = ip.display_formatter.formatters, ip.display_formatter.active_types
+    ip.display_formatter.active_types = ip.display_formatter.format_types  # a kernel's, not a terminal's
+    select_figure_formats(ip, {"png"})  # what pyplot's inline backend registers for every Figure
+    try:
+        fig = timeline_figure(run)
+        data, _ = ip.display_formatter.format(fig)
+        assert sorted(data) == ["image/svg+xml", "text/plain"]  # shown once, no PNG rendered
+        assert data["image/svg+xml"] == fig.svg
+        assert data["text/plain"] == "figure: s0001: events by actor lane"
+        plain = Figure()
+        plain.add_subplot().plot([1, 2])
+        assert "image/png" in ip.display_formatter.format(plain)[0]  # other figures: untouched
+    finally:
+        for mime in ("image/png", "image/jpeg", "application/pdf"):
+            formatters[mime].type_printers.pop(Figure, None)
+        ip.display_formatter.active_types = active
 
 
 def test_a_wrong_ax_names_the_fix(run) -> None:

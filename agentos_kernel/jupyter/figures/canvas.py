@@ -13,6 +13,7 @@ returns their Figure with `data` set on it, as pandas' and seaborn's plotting fu
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -31,6 +32,7 @@ class WorkbenchFigure(Figure):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        _svg_only()
         self.data = pd.DataFrame()
         self._titles: list[str] = []
         self._keys: list[str] = []
@@ -56,6 +58,24 @@ class WorkbenchFigure(Figure):
 
     def __repr__(self) -> str:
         return f"figure: {self.title or '(nothing drawn)'}"
+
+
+def _svg_only() -> None:
+    # Once pyplot's inline backend is loaded in a kernel, IPython renders every Figure as PNG
+    # too (a printer registered for Figure, which a subclass inherits): a second render of each
+    # picture, stored in the notebook for nothing (nbval skips PNG). A WorkbenchFigure opts out
+    # with a printer of its own that gives nothing; its SVG stays the one picture.
+    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    if shell is None:
+        return
+    for mime in ("image/png", "image/jpeg", "application/pdf"):
+        formatter = shell.display_formatter.formatters.get(mime)
+        if formatter is not None and WorkbenchFigure not in formatter.type_printers:
+            formatter.for_type(WorkbenchFigure, _no_picture)
+
+
+def _no_picture(fig: Figure) -> None:
+    return None
 
 
 def render_svg(fig: Figure, key: str) -> str:
