@@ -1,7 +1,7 @@
 """The timeline as a pandas DataFrame, and the small tables the figures are drawn from.
 
 Every column comes from the log; what a row does not have is missing (NA), never "".
-`events_frame` columns (docs/architecture.md "The workbench's DataFrames" has them all):
+`events_frame` columns (docs/architecture.md "The workbench's figures and DataFrames"):
 
 | column | dtype | what |
 |---|---|---|
