@@ -98,10 +98,10 @@ def test_events_is_a_dataframe_that_filters(ip) -> None:
     ip.run_line_magic("agent", CANONICAL)
     frame = ip.run_line_magic("events", "s0001")
     assert list(frame.columns) == ["seq", "ts", "type", "layer", "actor", "role", "parent", "tokens_in",
-                                   "tokens_out", "cost_usd", "duration_ms"]
+                                   "tokens_out", "cost_usd", "duration_ms", "hook", "decision"]
     assert len(frame) == 32
-    hooks = ip.run_line_magic("events", "s0001 --type hook.fired")
-    assert set(hooks["type"]) == {"hook.fired"} and len(hooks) == 7
+    hooks = ip.run_line_magic("events", "s0001 --type hook.fired")  # on a categorical column
+    assert set(hooks["type"]) == {"hook.fired"} and len(hooks) == 7 and hooks["hook"].notna().all()
     tools = ip.run_line_magic("events", "s0001 --layer L1")
     assert list(tools["type"]) == ["tool.invoke", "tool.result"]
     assert list(ip.run_line_magic("events", "s0001 --type tool")["seq"]) == [19, 20]
