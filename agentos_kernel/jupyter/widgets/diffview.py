@@ -1,6 +1,6 @@
 """Two sessions side by side: `%diff A B` (a DiffView) and the LogDiff widget. Both show
 logdiff's one engine (the one `rerun --verify` and `agentos diff` use): steps aligned by
-(role, event type), the first divergence highlighted, per-role token and cost deltas.
+(role, event type, hook point), the first divergence highlighted, per-role token and cost deltas.
 
 Reprs hold only what the logs hold (no paths, no times), so notebooks compare stably.
 """
