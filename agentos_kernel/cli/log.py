@@ -227,7 +227,7 @@ def _repair(report: VerifyReport, head: str | None) -> VerifyReport:
 
 
 _TARGET_HELP = ("a session id in the workspace (or the --profile's store), or a log's path: a "
-                ".events.jsonl file or a session directory (as verify takes them)")
+                ".events.jsonl file or a session directory (as verify takes them; a path that exists wins)")
 _PROFILE_HELP = ("the profile whose event store holds the session (default: the workspace's "
                  "default_profile; a postgres store reads it from the database)")
 
