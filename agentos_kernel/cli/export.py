@@ -42,7 +42,10 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     rt = runtime_from_args(args)
     telemetry = rt.profile.telemetry
-    records = session_records(rt, sid)
+    try:
+        records = session_records(rt, sid)
+    except ValueError as exc:  # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT's value
+        raise UsageError(str(exc)) from None
     spans = readable_spans(records, telemetry.service_name if telemetry else DEFAULT_SERVICE)
     trace = f"{records[0].trace_id:032x}"
     endpoint = None if args.out else args.endpoint or (telemetry.otlp_endpoint if telemetry else None)
