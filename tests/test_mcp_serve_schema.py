@@ -52,11 +52,17 @@ def _serve_args(ws: Path, session: str) -> StdioServerParameters:
         args=["-m", "agentos_kernel", "mcp", "serve", "--workspace", str(ws), "--session", session])
 
 
-def _list(params: StdioServerParameters) -> list[types.Tool]:
-    async def go() -> list[types.Tool]:
+def _list(params: StdioServerParameters, call: str = "") -> tuple[list[types.Tool], MCPError | None]:
+    """The tools `params`' server lists, and the MCPError a call of `call` raised (if asked)."""
+    async def go() -> tuple[list[types.Tool], MCPError | None]:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            return (await s.list_tools()).tools
+            tools = (await s.list_tools()).tools
+            if not call:
+                return tools, None
+            with pytest.raises(MCPError) as refused:
+                await s.call_tool(call, {"source": "a", "destination": "b"})
+            return tools, refused.value
     return anyio.run(go)
 
 
@@ -139,11 +145,17 @@ def test_a_bridged_servers_output_schema_and_annotations_pass_through(workspace:
     (workspace / "skills" / "fs-tools").mkdir()
     (workspace / "skills" / "fs-tools" / "SKILL.md").write_text(FS_SKILL, encoding="utf-8")
     try:
-        upstream = {t.name: t for t in _list(StdioServerParameters(command=sys.executable,
-                                                                   args=[str(FS)]))}
-        served = {t.name: t for t in _list(_serve_args(workspace, "bridged"))}
+        listed, _ = _list(StdioServerParameters(command=sys.executable, args=[str(FS)]))
+        upstream = {t.name: t for t in listed}
+        # fs__move is registered but no skill lists it: not served, so unknown to the client
+        listed, unserved = _list(_serve_args(workspace, "bridged"), call="fs__move")
+        served = {t.name: t for t in listed}
     finally:
         close_all()
+    assert "fs__move" not in served
+    assert unserved is not None and unserved.code == types.INVALID_PARAMS
+    assert unserved.message == "Unknown tool: fs__move"
+    assert not (workspace / "b").exists()
     for name in ("peek", "write_text"):
         mine, theirs = served[f"fs__{name}"], upstream[name]
         assert theirs.output_schema is not None  # the fixture server declares one
