@@ -87,7 +87,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "execute_tool and hook spans; parents from each event's parent_id, times "
                     "from its ts, and the event ids and seq on every span. Ids are derived from "
                     "the log, so exporting twice gives the same trace. What is exported is what "
-                    "the log holds, redacted again with the profile's redaction. Sent to "
+                    "the log holds, redacted again with the profile's redaction; tool call "
+                    "arguments and results only with the profile's telemetry.capture_content "
+                    "or OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. Sent to "
                     "--endpoint, else to the profile's telemetry.otlp_endpoint; with neither "
                     "(or with --out) written as OTLP JSON. Needs the 'otel' extra. Exit 0 "
                     "exported, 1 the collector did not take the spans, 2 bad input.")
