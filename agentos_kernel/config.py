@@ -43,6 +43,9 @@ class TelemetryConfig:
     """OTLP/HTTP traces endpoint."""
     service_name: str = "agentos-kernel"
     """service.name of the exported resource."""
+    capture_content: bool | None = None
+    """Export tool call arguments and results (GenAI content capture); None: as
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT says, off when it is unset."""
 
 
 @dataclass(frozen=True)
