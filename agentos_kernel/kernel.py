@@ -16,6 +16,7 @@ from .config import RuntimeProfile, WorkspaceConfig, load_config
 from .errors import ContractError, DomainError, Err, ErrorCode, Problem, Result
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
+from .providers.base import HeldBack, StreamedText, Streaming, StreamWatcher, TextSink
 from .providers.faults import FaultPlan
 from .providers.registry import (  # key_env_of, ADAPTERS: the composition root's API (__all__)
     ADAPTERS,
@@ -75,6 +76,8 @@ class Runtime(RequestFlow, SessionReading):
         """Called with each event of this runtime's sessions once it is logged (`watching`)."""
         self.gates: list[Callable[[Event], None]] = []
         """Called with each event just before it is logged (`watching(..., before=True)`)."""
+        self.text_watchers: list[TextSink] = []
+        """Called with each piece of a streamed answer's text, redacted (`streaming`)."""
         self.bridged = bridged
         """The MCP servers this runtime started (mcp_bridges.BridgedTools), or None."""
         if profile.telemetry is not None:  # live OpenTelemetry export; the SDK loads only then
@@ -211,6 +214,8 @@ class Runtime(RequestFlow, SessionReading):
         try:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
+            if isinstance(provider, Streaming):  # live text, redacted as the log would be
+                provider.on_text = HeldBack(log.redact, self._streamed)
             if self.record_to is not None:
                 from .providers.cassette_file import Recording  # only `agentos run --record`
 
@@ -225,13 +230,31 @@ class Runtime(RequestFlow, SessionReading):
     @contextmanager
     def watching(self, watch: Callable[[Event], None], *, before: bool = False) -> Iterator[None]:
         """Call `watch(event)` for each event logged while inside (a live trace); with
-        `before`, just before it is appended (a live stepper)."""
+        `before`, just before it is appended (a live stepper). A watcher that has a
+        `streamed(piece)` method (StreamWatcher) is given streamed answer text too."""
         kind = self.gates if before else self.watchers
         kind.append(watch)
         try:
-            yield
+            with self.streaming(watch.streamed if isinstance(watch, StreamWatcher) else None):
+                yield
         finally:
             kind.remove(watch)
+
+    @contextmanager
+    def streaming(self, sink: TextSink | None) -> Iterator[None]:
+        """Call `sink(piece)` with each piece of streamed answer text while inside (the
+        profile's `stream`; redacted first). None: nothing to add."""
+        if sink is not None:
+            self.text_watchers.append(sink)
+        try:
+            yield
+        finally:
+            if sink is not None:
+                self.text_watchers.remove(sink)
+
+    def _streamed(self, piece: StreamedText) -> None:
+        for sink in list(self.text_watchers):
+            sink(piece)
 
     def redaction(self) -> dict[str, Any]:
         """What a session log redacts beyond the secret shapes: the API key (read from the

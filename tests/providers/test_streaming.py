@@ -1,0 +1,180 @@
+"""Streaming (issue 23): each dialect's server-sent events, read from a loopback server that
+streams, give the very answer the unstreamed call gives (text, tool calls whose arguments
+arrive in pieces, usage, finish reason); the text reaches the session's sink as it arrives,
+redacted; the log holds one `llm.response` as an unstreamed call writes it, plus `chunks`;
+a stream cut mid-way is a PROVIDER_ERROR with its `llm.error`."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentos_kernel import Ok, Runtime
+from agentos_kernel.providers._http import HttpAdapter
+from agentos_kernel.providers.anthropic import AnthropicProvider
+from agentos_kernel.providers.base import CompletionRequest, HeldBack, StreamedText
+from agentos_kernel.providers.gemini import GeminiProvider
+from agentos_kernel.providers.openai_compat import OpenAICompatProvider
+from agentos_kernel.store.redaction import Redactor
+
+from ..helpers import CANONICAL, Run, finish
+from .loopback import Loopback, Reply, loopback_server
+from .wire import KEY_ENV, add_real_profile, prose
+
+TOOL = {"name": "echo", "description": "Return the given text.",
+        "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+ASK = CompletionRequest(({"role": "system", "content": "s"}, {"role": "user", "content": "u"}),
+                        "scripted-1", (TOOL,))
+ARGS = {"text": "a longer argument, so that it arrives in several pieces", "n": [1, 2, 3]}
+ANSWERS: dict[str, dict[str, Any]] = {
+    "anthropic": {"id": "msg_1", "type": "message", "role": "assistant", "model": "scripted-1",
+                  "content": [{"type": "text", "text": "Calling echo for you, twice over."},
+                              {"type": "tool_use", "id": "toolu_1", "name": "echo", "input": ARGS},
+                              {"type": "tool_use", "id": "toolu_2", "name": "echo", "input": {}}],
+                  "stop_reason": "tool_use", "stop_sequence": None,
+                  "usage": {"input_tokens": 11, "output_tokens": 22}},
+    "openai": {"id": "chatcmpl-1", "object": "chat.completion", "model": "scripted-1",
+               "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                   "role": "assistant", "content": "Calling echo for you, twice over.",
+                   "tool_calls": [
+                       {"id": "call_1", "type": "function",
+                        "function": {"name": "echo", "arguments": json.dumps(ARGS)}},
+                       {"id": "call_2", "type": "function",
+                        "function": {"name": "echo", "arguments": "{}"}}]}}],
+               "usage": {"prompt_tokens": 11, "completion_tokens": 22}},
+    "gemini": {"candidates": [{"content": {"role": "model", "parts": [
+        {"text": "Calling echo for you, twice over."},
+        {"functionCall": {"name": "echo", "args": ARGS}, "thoughtSignature": "c2ln"},
+        {"functionCall": {"name": "echo", "args": {}}}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 22},
+        "modelVersion": "scripted-1"},
+}
+MAKERS = {"anthropic": AnthropicProvider, "openai": OpenAICompatProvider, "gemini": GeminiProvider}
+DIALECTS = sorted(ANSWERS)
+
+
+@pytest.fixture
+def server() -> Iterator[Loopback]:
+    with loopback_server() as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-stream-0000000000000")
+
+
+def adapter(dialect: str, srv: Loopback, **kw: Any) -> HttpAdapter:
+    url = srv.url + "/v1" if dialect == "openai" else srv.url
+    return MAKERS[dialect]("scripted-1", base_url=url, sleep=lambda s: None, api_key_env=KEY_ENV,
+                           **kw)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_streamed_answer_equals_the_unstreamed_one(server: Loopback, dialect: str) -> None:
+    server.replies.extend([(200, ANSWERS[dialect])] * 2)
+    plain = adapter(dialect, server).complete(ASK)
+    streamed_adapter = adapter(dialect, server, stream=True)
+    streamed = streamed_adapter.complete(ASK)
+    assert isinstance(plain, Ok) and isinstance(streamed, Ok), (plain, streamed)
+    assert streamed.value.to_dict() == plain.value.to_dict()
+    assert [c.args for c in streamed.value.tool_calls] == [ARGS, {}]  # pieces put back together
+    assert plain.value.chunks is None and streamed.value.chunks is not None
+    assert streamed.value.chunks > 5  # the text (and, but for gemini, arguments) in pieces
+    asked = server.requests[1]
+    if dialect == "gemini":
+        assert asked.path.endswith(":streamGenerateContent?alt=sse")
+        assert streamed_adapter.signatures == {streamed.value.tool_calls[0].id: "c2ln"}
+    else:
+        assert asked.body["stream"] is True
+    if dialect == "openai":
+        assert asked.body["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_text_reaches_the_sink_while_the_answer_arrives(server: Loopback, dialect: str) -> None:
+    server.replies.append(Reply(200, ANSWERS[dialect], event_delay_s=0.03))
+    provider = adapter(dialect, server, stream=True)
+    seen: list[tuple[float, StreamedText]] = []
+    provider.on_text = lambda piece: seen.append((time.monotonic(), piece))
+    got = provider.complete(ASK)
+    done = time.monotonic()
+    assert isinstance(got, Ok)
+    texts = [p for _, p in seen if not p.final]
+    assert len(texts) > 3 and "".join(p.text for p in texts) == got.value.text
+    assert done - seen[0][0] > 0.1  # the first piece was shown long before the answer was whole
+    assert seen[-1][1].final and {p.attempt for _, p in seen} == {1}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_stream_cut_midway_is_a_provider_error_with_its_event(
+        workspace: Path, server: Loopback, dialect: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = add_real_profile(workspace, dialect, server.url, max_retries=0)
+    server.replies.append(Reply(200, prose(dialect, "A long answer " * 10), cut_after=4))
+    rt = Runtime.from_workspace(workspace, profile=profile)
+    run = finish(rt, rt.handle_user_request("hello"))
+    assert run.code == "PROVIDER_ERROR"
+    (error,) = run.of("llm.error")
+    assert "broken answer" in error.payload["message"] and error.payload["code"] == "PROVIDER_ERROR"
+    assert not run.of("llm.response")
+
+
+def test_a_cut_stream_is_retried_and_the_retry_starts_the_text_over(server: Loopback) -> None:
+    server.replies.extend([Reply(200, ANSWERS["openai"], cut_after=6), (200, ANSWERS["openai"])])
+    provider = adapter("openai", server, stream=True)
+    seen: list[StreamedText] = []
+    provider.on_text = seen.append
+    got = provider.complete(ASK)
+    assert isinstance(got, Ok) and got.value.attempts == 2
+    assert {p.attempt for p in seen} == {1, 2}
+    assert "".join(p.text for p in seen if p.attempt == 2) == got.value.text
+
+
+def _run(ws: Path, profile: str) -> Run:
+    rt = Runtime.from_workspace(ws, profile=profile)
+    return finish(rt, rt.handle_user_request(CANONICAL))
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "openai", "gemini"])
+def test_a_streamed_run_logs_what_an_unstreamed_run_logs(
+        workspace: Path, server: Loopback, dialect: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = _run(workspace, add_real_profile(workspace, dialect, server.url, "plain",
+                                             deterministic=True, stream=False))
+    streamed_profile = add_real_profile(workspace, dialect, server.url, "streamed",
+                                        deterministic=True, stream=True)
+    rt = Runtime.from_workspace(workspace, profile=streamed_profile)
+    pieces: list[StreamedText] = []
+    with rt.streaming(pieces.append):
+        streamed = finish(rt, rt.handle_user_request(CANONICAL))
+    assert plain.ok and streamed.ok
+    responses = streamed.of("llm.response")
+    assert all(e.payload["chunks"] > 1 for e in responses)
+    assert all("chunks" not in e.payload for e in plain.of("llm.response"))
+
+    def shape(run: Run) -> list[tuple[str, str, Any]]:
+        return [(e.type, e.actor, {k: v for k, v in e.payload.items() if k != "chunks"})
+                for e in run.events if e.type != "session.start"]
+    assert shape(streamed) == shape(plain)
+    shown = "".join(p.text for p in pieces)
+    assert all(e.payload["text"] in shown for e in responses)  # every answer was seen live
+
+
+CANARY = "CanaryKey_q7Lm3Np9Rt2Vx"
+
+
+def test_held_back_text_never_shows_a_key_split_across_pieces() -> None:
+    redact = Redactor.of((CANARY,))
+    out: list[StreamedText] = []
+    sink = HeldBack(redact, out.append, hold=8)
+    text = f"Here it is: {CANARY} and some more words after it, enough to pass the hold."
+    for i in range(0, len(text), 3):
+        sink(StreamedText(text[i:i + 3], 1))
+    sink(StreamedText("", 1, final=True))
+    shown = "".join(p.text for p in out)
+    assert shown == redact(text) and CANARY[:6] not in shown
+    assert len(out) > 3  # it streamed, it did not wait for the end
