@@ -20,9 +20,11 @@ from agentos_kernel.providers.anthropic import AnthropicProvider
 from agentos_kernel.providers.base import CompletionRequest, HeldBack, StreamedText
 from agentos_kernel.providers.gemini import GeminiProvider
 from agentos_kernel.providers.openai_compat import OpenAICompatProvider
+from agentos_kernel.runs.live import LiveRun
 from agentos_kernel.store.redaction import Redactor
+from agentos_kernel.telemetry.livetrace import TEXT_MARK
 
-from ..helpers import CANONICAL, Run, finish
+from ..helpers import CANONICAL, Cli, Run, finish
 from .loopback import Loopback, Reply, loopback_server
 from .wire import KEY_ENV, add_real_profile, prose
 
@@ -178,3 +180,26 @@ def test_held_back_text_never_shows_a_key_split_across_pieces() -> None:
     shown = "".join(p.text for p in out)
     assert shown == redact(text) and CANARY[:6] not in shown
     assert len(out) > 3  # it streamed, it did not wait for the end
+
+
+def test_agentos_run_prints_the_answer_as_it_arrives(workspace: Path, server: Loopback,
+                                                     cli: Cli) -> None:
+    profile = add_real_profile(workspace, "openai", server.url, "live")
+    code, out, err = cli("--workspace", workspace, "run", "--profile", profile, "hello")
+    assert code == 0, (out, err)
+    lines = out.splitlines()
+    i = next(i for i, line in enumerate(lines) if "llm.request" in line)
+    # the text, between the request's line and the response's (LiveTrace.streamed)
+    assert lines[i + 1].startswith(TEXT_MARK) and len(lines[i + 1]) > len(TEXT_MARK)
+    assert "llm.response" in lines[i + 2]
+
+
+def test_the_live_stepper_is_given_the_text_as_it_arrives(workspace: Path, server: Loopback) -> None:
+    rt = Runtime.from_workspace(workspace, profile=add_real_profile(workspace, "anthropic",
+                                                                    server.url, "live"))
+    seen: list[str] = []
+    live = LiveRun(rt, "hello", on_text=seen.append)
+    live.start()
+    assert live.close().done and live.error is None
+    responses = [e for e in rt.events(live.session) if e.type == "llm.response"]
+    assert len(seen) > 3 and seen[-1] == responses[-1].payload["text"] == live.text
