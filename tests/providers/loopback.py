@@ -11,6 +11,7 @@ Nothing here reaches anything but 127.0.0.1; the number of requests served is bo
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -49,6 +50,10 @@ class Reply:
     connection the server dropped): the client finds out on its next request."""
     cut_after: int | None = None
     """Streamed: send this many events, then drop the connection mid-stream."""
+    stop_after: int | None = None
+    """Streamed: send this many events, then end the stream cleanly (its last event unsent)."""
+    frames: list[bytes] | None = None
+    """Streamed: send these frames as they are instead of the body's."""
     event_delay_s: float = 0.0
     """Streamed: wait this long before each event (a model thinking aloud)."""
 
@@ -135,7 +140,8 @@ class _Handler(BaseHTTPRequestHandler):
         raw = reply.body
         if (body.get("stream") or ":streamGenerateContent" in self.path) and reply.status == 200 \
                 and isinstance(raw, dict):
-            self._stream(reply, sse.frames(self.path, raw))
+            frames = reply.frames if reply.frames is not None else sse.frames(self.path, raw)
+            self._stream(reply, frames[:reply.stop_after])
             return
         data = raw if isinstance(raw, bytes) else json.dumps(raw).encode("utf-8")
         self.send_response(reply.status)
@@ -193,9 +199,14 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def loopback_server() -> Iterator[Loopback]:
+def loopback_server(tls: ssl.SSLContext | None = None) -> Iterator[Loopback]:
+    """The server, on plain HTTP or, given a server-side `tls` context, on HTTPS."""
     server = _Server(("127.0.0.1", 0), _Handler)
-    server.loopback = Loopback(f"http://127.0.0.1:{server.server_address[1]}")
+    scheme = "http"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    server.loopback = Loopback(f"{scheme}://127.0.0.1:{server.server_address[1]}")
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               daemon=True)
     thread.start()

@@ -25,6 +25,7 @@ from agentos_kernel.store.redaction import Redactor
 from agentos_kernel.telemetry.livetrace import TEXT_MARK
 
 from ..helpers import CANONICAL, Cli, Run, finish
+from . import sse
 from .loopback import Loopback, Reply, loopback_server
 from .wire import KEY_ENV, add_real_profile, prose
 
@@ -126,6 +127,39 @@ def test_a_stream_cut_midway_is_a_provider_error_with_its_event(
     assert not run.of("llm.response")
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_stream_that_stops_before_its_last_event_is_retried(server: Loopback, dialect: str) -> None:
+    server.replies.extend([Reply(200, ANSWERS[dialect], stop_after=5)] * 2)
+    got = adapter(dialect, server, stream=True, max_retries=1).complete(ASK)
+    assert not isinstance(got, Ok) and got.error.retryable
+    assert "stopped after 5 chunk(s), before its last event" in got.error.message
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize(("kind", "retryable"), [("overloaded_error", True),
+                                                 ("invalid_request_error", False)])
+def test_an_anthropic_error_event_ends_the_stream(server: Loopback, kind: str,
+                                                   retryable: bool) -> None:
+    error = {"type": "error", "error": {"type": kind, "message": "Overloaded"}}
+    frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+              for e in [*list(sse.anthropic(ANSWERS["anthropic"]))[:4], error]]
+    server.replies.extend([Reply(200, ANSWERS["anthropic"], frames=frames)] * 2)
+    got = adapter("anthropic", server, stream=True, max_retries=1).complete(ASK)
+    assert not isinstance(got, Ok) and got.error.retryable is retryable
+    assert f"the stream ended in an error: {kind}: Overloaded" in got.error.message
+    assert len(server.requests) == (2 if retryable else 1)
+
+
+def test_a_server_that_ignores_stream_answers_whole(server: Loopback) -> None:
+    server.replies.append((200, json.dumps(ANSWERS["openai"]).encode()))  # bytes: sent as JSON
+    provider = adapter("openai", server, stream=True)
+    seen: list[StreamedText] = []
+    provider.on_text = seen.append
+    got = provider.complete(ASK)
+    assert isinstance(got, Ok) and got.value.chunks is None and server.requests[0].body["stream"]
+    assert [(p.text, p.final) for p in seen] == [(got.value.text, True)]
+
+
 def test_a_cut_stream_is_retried_and_the_retry_starts_the_text_over(server: Loopback) -> None:
     server.replies.extend([Reply(200, ANSWERS["openai"], cut_after=6), (200, ANSWERS["openai"])])
     provider = adapter("openai", server, stream=True)
@@ -203,3 +237,15 @@ def test_the_live_stepper_is_given_the_text_as_it_arrives(workspace: Path, serve
     assert live.close().done and live.error is None
     responses = [e for e in rt.events(live.session) if e.type == "llm.response"]
     assert len(seen) > 3 and seen[-1] == responses[-1].payload["text"] == live.text
+
+
+def test_agent_live_prints_the_answer_as_it_arrives(workspace: Path, server: Loopback,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from agentos_kernel.jupyter import api  # what `%agent --live` calls
+
+    profile = add_real_profile(workspace, "gemini", server.url, "live")
+    run = api.run_agent("hello", profile=profile, workspace=workspace, live=True)
+    lines = capsys.readouterr().out.splitlines()
+    shown = [line[len(TEXT_MARK):] for line in lines if line.startswith(TEXT_MARK)]
+    texts = [e.payload["text"] for e in run.events if e.type == "llm.response"]
+    assert shown == texts and texts  # each answer, as it arrived, then its llm.response line

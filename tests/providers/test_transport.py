@@ -6,10 +6,12 @@ proxy honoured (httpx's trust_env)."""
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trustme
 
 from agentos_kernel import Ok, Runtime
 from agentos_kernel.providers._transport import CONNECT_TIMEOUT_S
@@ -81,6 +83,24 @@ def test_the_environments_http_proxy_is_used(server: Loopback, monkeypatch: pyte
     assert isinstance(got, Ok), got
     assert server.requests[0].path == "http://models.invalid/v1/chat/completions"
     assert server.requests[0].headers["host"] == "models.invalid"
+
+
+def test_https_trusts_the_ca_bundle_the_environment_names(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    ca = trustme.CA()  # a CA of this test's own: no system store trusts it
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(tls)
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    with loopback_server(tls) as srv:
+        monkeypatch.setenv("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")
+        distrusted = LocalProvider("scripted-1", base_url=srv.url + "/v1", max_retries=0)
+        refused = distrusted.complete(HELLO)
+        assert not isinstance(refused, Ok) and "CERTIFICATE_VERIFY_FAILED" in refused.error.message
+        monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+        trusted = LocalProvider("scripted-1", base_url=srv.url + "/v1", max_retries=0)
+        assert isinstance(trusted.complete(HELLO), Ok)
+        assert srv.url.startswith("https://") and len(srv.requests) == 1
 
 
 def test_a_session_closes_its_adapters_connections(workspace: Path, server: Loopback) -> None:
