@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
 from agentos_kernel import Ok
 from agentos_kernel.providers.base import CompletionRequest, CompletionResponse
 from agentos_kernel.providers.scripted import ScriptedProvider
@@ -216,6 +218,13 @@ def loopback_server(tls: ssl.SSLContext | None = None) -> Iterator[Loopback]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture(name="server")
+def server_fixture() -> Iterator[Loopback]:
+    """The server for one test, as the fixture `server` (a test module imports it to use it)."""
+    with loopback_server() as srv:
+        yield srv
 
 
 # -- the model behind the server: wire -> v1 -> scripted -> wire ---------------------------------

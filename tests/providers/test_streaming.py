@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from agentos_kernel.telemetry.livetrace import TEXT_MARK
 
 from ..helpers import CANONICAL, Cli, Run, finish
 from . import sse
-from .loopback import Loopback, Reply, loopback_server
+from .loopback import Loopback, Reply, server_fixture  # noqa: F401  (the `server` fixture)
 from .wire import KEY_ENV, add_real_profile, prose
 
 TOOL = {"name": "echo", "description": "Return the given text.",
@@ -61,14 +60,8 @@ MAKERS = {"anthropic": AnthropicProvider, "openai": OpenAICompatProvider, "gemin
 DIALECTS = sorted(ANSWERS)
 
 
-@pytest.fixture
-def server() -> Iterator[Loopback]:
-    with loopback_server() as srv:
-        yield srv
-
-
 @pytest.fixture(autouse=True)
-def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+def _stream_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-test-stream-0000000000000")
 
 
