@@ -9,7 +9,7 @@ while idle before reusing it. The environment is read as httpx reads it (`trust_
 HTTPS_PROXY / HTTP_PROXY / ALL_PROXY minus NO_PROXY, and SSL_CERT_FILE / SSL_CERT_DIR for
 the CA bundle. Timeouts are split: connecting is short (CONNECT_TIMEOUT_S: a host that does
 not accept is down), every read, write and pool wait gets the profile's timeout_s, and a
-whole non-streamed answer must arrive within timeout_s too.
+whole answer, streamed or not, must arrive within timeout_s too.
 """
 
 from __future__ import annotations
@@ -89,10 +89,11 @@ def post_sse(http: httpx.Client, url: str, body: dict[str, Any], headers: dict[s
              timeout_s: float, *, secrets: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
     """POST `body` and yield the server-sent events of the answer as (event, data), as they
     arrive (html.spec.whatwg.org "server-sent events": `event:` and `data:` fields, a blank
-    line ends an event, `:` lines are comments). timeout_s bounds each wait for more, not
-    the whole stream: a model that keeps talking is alive. A connection cut mid-stream is a
-    retryable ProviderFault; whether a stream that just stops was complete is the dialect's
-    call (each has its own last event)."""
+    line ends an event, `:` lines are comments). timeout_s bounds each wait for more and,
+    as for an unstreamed answer, the whole stream (a server dripping events could otherwise
+    hold a call for ever). A connection cut mid-stream is a retryable ProviderFault; whether
+    a stream that just stops was complete is the dialect's call (each has its own last
+    event)."""
     deadline = time.monotonic() + timeout_s
     with _faults(url, timeout_s), _send(http, url, body, headers, "text/event-stream") as resp:
         _refuse_error(resp, url, secrets)
@@ -102,6 +103,8 @@ def post_sse(http: httpx.Client, url: str, body: dict[str, Any], headers: dict[s
             return
         size, event, data = 0, "", list[str]()
         for line in resp.iter_lines():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the answer streamed from {url} took longer than {timeout_s}s")
             size += len(line) + 1
             if size > MAX_ANSWER_BYTES:
                 raise ProviderFault(f"answer from {url} is larger than {MAX_ANSWER_BYTES} bytes",

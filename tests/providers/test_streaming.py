@@ -153,6 +153,14 @@ def test_a_server_that_ignores_stream_answers_whole(server: Loopback) -> None:
     assert [(p.text, p.final) for p in seen] == [(got.value.text, True)]
 
 
+def test_a_stream_dripping_past_timeout_s_times_out(server: Loopback) -> None:
+    server.replies.extend([Reply(200, ANSWERS["openai"], event_delay_s=0.05)] * 2)
+    provider = adapter("openai", server, stream=True, timeout_s=0.3, max_retries=1)
+    got = provider.complete(ASK)  # every event comes well within timeout_s, the whole does not
+    assert not isinstance(got, Ok) and "timed out" in got.error.message and got.error.retryable
+    assert len(server.requests) == 2
+
+
 def test_a_cut_stream_is_retried_and_the_retry_starts_the_text_over(server: Loopback) -> None:
     server.replies.extend([Reply(200, ANSWERS["openai"], cut_after=6), (200, ANSWERS["openai"])])
     provider = adapter("openai", server, stream=True)
