@@ -201,6 +201,23 @@ def test_a_streamed_run_logs_what_an_unstreamed_run_logs(
     assert all(e.payload["text"] in shown for e in responses)  # every answer was seen live
 
 
+
+def test_a_streamed_calls_span_carries_its_chunks(workspace: Path, server: Loopback) -> None:
+    from agentos_kernel.telemetry.otel_spans import spans_of
+
+    run = _run(workspace, add_real_profile(workspace, "openai", server.url, "s", stream=True))
+    chats = [s for s in spans_of(run.events) if "agentos.attempts" in s.attributes]
+    chunks = [e.payload["chunks"] for e in run.of("llm.response")]
+    assert chats and [s.attributes["agentos.chunks"] for s in chats] == chunks
+
+
+def test_stream_must_be_a_boolean(workspace: Path) -> None:
+    from agentos_kernel import ContractError
+
+    profile = add_real_profile(workspace, "openai", "http://127.0.0.1:9", "bad", stream="yes")
+    with pytest.raises(ContractError, match=r"profiles\.bad.*stream|stream.*'yes'"):
+        Runtime.from_workspace(workspace, profile=profile)
+
 CANARY = "CanaryKey_q7Lm3Np9Rt2Vx"
 
 
