@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from .config import RuntimeProfile, WorkspaceConfig, load_config
 from .errors import ContractError, DomainError, Err, ErrorCode, Problem, Result
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
-from .providers.base import HeldBack, StreamedText, Streaming, StreamWatcher, TextSink
+from .providers.base import LiveText, StreamWatcher, TextSink
 from .providers.faults import FaultPlan
 from .providers.registry import (  # key_env_of, ADAPTERS: the composition root's API (__all__)
     ADAPTERS,
@@ -76,8 +76,8 @@ class Runtime(RequestFlow, SessionReading):
         """Called with each event of this runtime's sessions once it is logged (`watching`)."""
         self.gates: list[Callable[[Event], None]] = []
         """Called with each event just before it is logged (`watching(..., before=True)`)."""
-        self.text_watchers: list[TextSink] = []
-        """Called with each piece of a streamed answer's text, redacted (`streaming`)."""
+        self.live_text = LiveText()
+        """Streamed answer text of this runtime's sessions, redacted, to whoever watches."""
         self.bridged = bridged
         """The MCP servers this runtime started (mcp_bridges.BridgedTools), or None."""
         if profile.telemetry is not None:  # live OpenTelemetry export; the SDK loads only then
@@ -214,8 +214,7 @@ class Runtime(RequestFlow, SessionReading):
         try:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
-            if isinstance(provider, Streaming):  # live text, redacted as the log would be
-                provider.on_text = HeldBack(log.redact, self._streamed)
+            self.live_text.attach(provider, log.redact)  # redacted as the log would be
             if self.record_to is not None:
                 from .providers.cassette_file import Recording  # only `agentos run --record`
 
@@ -235,26 +234,15 @@ class Runtime(RequestFlow, SessionReading):
         kind = self.gates if before else self.watchers
         kind.append(watch)
         try:
-            with self.streaming(watch.streamed if isinstance(watch, StreamWatcher) else None):
+            with self.live_text.watching(watch.streamed if isinstance(watch, StreamWatcher) else None):
                 yield
         finally:
             kind.remove(watch)
 
-    @contextmanager
-    def streaming(self, sink: TextSink | None) -> Iterator[None]:
+    def streaming(self, sink: TextSink) -> AbstractContextManager[None]:
         """Call `sink(piece)` with each piece of streamed answer text while inside (the
-        profile's `stream`; redacted first). None: nothing to add."""
-        if sink is not None:
-            self.text_watchers.append(sink)
-        try:
-            yield
-        finally:
-            if sink is not None:
-                self.text_watchers.remove(sink)
-
-    def _streamed(self, piece: StreamedText) -> None:
-        for sink in list(self.text_watchers):
-            sink(piece)
+        profile's `stream`; redacted first)."""
+        return self.live_text.watching(sink)
 
     def redaction(self) -> dict[str, Any]:
         """What a session log redacts beyond the secret shapes: the API key (read from the

@@ -122,7 +122,8 @@ class HttpAdapter(ABC):
         self.max_retries, self.timeout_s, self._sleep = max_retries, timeout_s, sleep
         self.redact_patterns = redact_patterns
         self.stream = stream
-        """Ask for the answer as server-sent events and show its text as it arrives."""
+        """Ask for the answer as server-sent events and show its text as it arrives (a
+        profile's `stream` defaults to true; an adapter built by hand, to false)."""
         self.on_text: TextSink | None = None
         """Where streamed text goes (set by the runtime for the session; None: nowhere)."""
         self._http: httpx.Client | None = None

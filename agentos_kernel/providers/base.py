@@ -7,7 +7,8 @@ objects never leave the adapter. `redact` (redaction.py) runs on anything about 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -172,6 +173,37 @@ class HeldBack:
             self._raw, self._shown, self._attempt = "", 0, 0
 
 
+class LiveText:
+    """A runtime's streamed text: each session's streaming provider publishes through a
+    `HeldBack` (`attach`), whoever watches subscribes (`watching`)."""
+
+    def __init__(self) -> None:
+        self.sinks: list[TextSink] = []
+        """Called with each piece of a streamed answer's text, redacted."""
+
+    def attach(self, provider: object, redact: Callable[[str], str]) -> None:
+        """Give `provider` its sink, if it streams (`redact`: the session log's)."""
+        if isinstance(provider, Streaming):
+            held = HeldBack(redact, self._emit)
+            # nobody watching (a batch run): no redaction pass per piece
+            provider.on_text = lambda piece: held(piece) if self.sinks else None
+
+    @contextmanager
+    def watching(self, sink: TextSink | None) -> Iterator[None]:
+        """`sink` gets every piece while inside (None: nothing to add)."""
+        if sink is not None:
+            self.sinks.append(sink)
+        try:
+            yield
+        finally:
+            if sink is not None:
+                self.sinks.remove(sink)
+
+    def _emit(self, piece: StreamedText) -> None:
+        for sink in list(self.sinks):
+            sink(piece)
+
+
 MAX_RETRY_AFTER_S = 60.0
 """The longest Retry-After an adapter waits; a server asking for more ends the call."""
 
@@ -227,6 +259,19 @@ def complete_with_retries(
         return Ok(replace(resp, attempts=tries))
 
 
-__all__ = ["MAX_RETRY_AFTER_S", "CompletionRequest", "CompletionResponse", "HeldBack", "Provider",
-           "ProviderFault", "StreamWatcher", "StreamedText", "Streaming", "TextSink", "Usage",
-           "complete_with_retries", "redact"]
+__all__ = [
+    "MAX_RETRY_AFTER_S",
+    "CompletionRequest",
+    "CompletionResponse",
+    "HeldBack",
+    "LiveText",
+    "Provider",
+    "ProviderFault",
+    "StreamWatcher",
+    "StreamedText",
+    "Streaming",
+    "TextSink",
+    "Usage",
+    "complete_with_retries",
+    "redact",
+]

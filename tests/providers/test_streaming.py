@@ -16,7 +16,7 @@ import pytest
 from agentos_kernel import Ok, Runtime
 from agentos_kernel.providers._http import HttpAdapter
 from agentos_kernel.providers.anthropic import AnthropicProvider
-from agentos_kernel.providers.base import CompletionRequest, HeldBack, StreamedText
+from agentos_kernel.providers.base import CompletionRequest, HeldBack, LiveText, StreamedText
 from agentos_kernel.providers.gemini import GeminiProvider
 from agentos_kernel.providers.openai_compat import OpenAICompatProvider
 from agentos_kernel.runs.live import LiveRun
@@ -267,3 +267,19 @@ def test_agent_live_prints_the_answer_as_it_arrives(workspace: Path, server: Loo
     shown = [line[len(TEXT_MARK):] for line in lines if line.startswith(TEXT_MARK)]
     texts = [e.payload["text"] for e in run.events if e.type == "llm.response"]
     assert shown == texts and texts  # each answer, as it arrived, then its llm.response line
+
+
+def test_live_text_redacts_only_while_someone_watches() -> None:
+    class Streams:
+        on_text = None
+
+    scanned: list[str] = []
+    live, provider = LiveText(), Streams()
+    live.attach(provider, lambda text: scanned.append(text) or text)
+    assert provider.on_text is not None
+    provider.on_text(StreamedText("a batch run: nobody sees this", 1))
+    assert scanned == []  # no redaction pass per piece for nobody
+    seen: list[StreamedText] = []
+    with live.watching(seen.append):
+        provider.on_text(StreamedText("watched ", 1, final=True))
+    assert scanned and [p.text for p in seen] == ["watched "]
