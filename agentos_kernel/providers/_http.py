@@ -16,6 +16,7 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -189,14 +190,16 @@ class HttpAdapter(ABC):
                   secrets: tuple[str, ...], attempt: int) -> CompletionResponse:
         url, body, whole = self.stream_endpoint(req), self.stream_wire(self.to_wire(req)), None
         assembly, chunks = self.assembly(req), 0
-        for event, data in post_sse(self.http, url, body, headers, self.timeout_s, secrets=secrets):
-            if event == WHOLE:  # the server ignored `stream`: its answer came whole
-                whole = decode_answer(data.encode("utf-8", "surrogateescape"), url, secrets)
-                break
-            chunks += 1
-            text = assembly.add(event, data)
-            if text and self.on_text is not None:
-                self.on_text(StreamedText(text, attempt))
+        # closing: a fault raised while reading (an error event) gives the connection back now
+        with closing(post_sse(self.http, url, body, headers, self.timeout_s, secrets=secrets)) as events:
+            for event, data in events:
+                if event == WHOLE:  # the server ignored `stream`: its answer came whole
+                    whole = decode_answer(data.encode("utf-8", "surrogateescape"), url, secrets)
+                    break
+                chunks += 1
+                text = assembly.add(event, data)
+                if text and self.on_text is not None:
+                    self.on_text(StreamedText(text, attempt))
         if whole is None and not assembly.done:
             raise ProviderFault(f"the answer streamed from {url} stopped after {chunks} "
                                 "chunk(s), before its last event", retryable=True)

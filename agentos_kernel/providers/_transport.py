@@ -17,7 +17,7 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
@@ -86,7 +86,7 @@ def decode_answer(raw: bytes, url: str, secrets: tuple[str, ...] = ()) -> dict[s
 
 
 def post_sse(http: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str],
-             timeout_s: float, *, secrets: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+             timeout_s: float, *, secrets: tuple[str, ...] = ()) -> Generator[tuple[str, str]]:
     """POST `body` and yield the server-sent events of the answer as (event, data), as they
     arrive (html.spec.whatwg.org "server-sent events": `event:` and `data:` fields, a blank
     line ends an event, `:` lines are comments). timeout_s bounds each wait for more and,
