@@ -23,7 +23,7 @@ from ..schemas.jsondiff import MISSING, first_difference, rename_session
 if TYPE_CHECKING:
     from ..store.events import Event
 
-IGNORED = {"hook.fired": ("ms",), "llm.response": ("attempts",)}
+IGNORED = {"hook.fired": ("ms",), "llm.response": ("attempts", "chunks")}
 """Payload fields that measure the run rather than decide it (wall time, retries)."""
 
 

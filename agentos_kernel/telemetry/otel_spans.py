@@ -223,6 +223,8 @@ class SpanBuilder:
                 s.attrs["agentos.usage.cost_usd"] = float(usage["cost_usd"])
             if isinstance(p.get("attempts"), int):
                 s.attrs["agentos.attempts"] = p["attempts"]
+            if isinstance(p.get("chunks"), int):  # a streamed answer (issue 23)
+                s.attrs["agentos.chunks"] = p["chunks"]
         elif ev.type == "llm.error":
             code = str(p.get("code", "PROVIDER_ERROR"))
             s.fail(code, str(self.redact(f"{code}: {p.get('message', '')}")))
