@@ -22,17 +22,9 @@ from pathlib import Path
 
 from ...store.redaction import redact
 from ..sandbox import run as sandbox
+from . import nbgrader_format as fmt
 from .check import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, DEFAULT_WALL, SandboxUnavailable, check_notebook
-from .nbgrader_format import (
-    LabInputError,
-    compute_checksum,
-    has_grade_id,
-    is_grade,
-    is_locked,
-    is_task,
-    meta,
-    read_notebook,
-)
+from .nbgrader_format import LabInputError, has_grade_id, meta
 from .release import instructor_cells, load_lab, student_version
 from .run import KernelStartError
 from .score import MANUAL, NOT_RUN, TIMEOUT, LabScore, ScoreRow
@@ -114,13 +106,13 @@ def load_criteria(source: Path | str) -> Lab:
     source = Path(source)
     nb = instructor_cells(load_lab(source))[0]
     criteria = tuple(Criterion(meta(c)["grade_id"], float(meta(c)["points"]))
-                     for c in nb.cells if has_grade_id(c) and (is_grade(c) or is_task(c)))
+                     for c in nb.cells if has_grade_id(c) and (fmt.is_grade(c) or fmt.is_task(c)))
     if not criteria:
         raise LabInputError(f"{source}: no grade cells (nbgrader 'grade': true with points); "
                             "give the instructor notebook of the lab")
     released = student_version(load_lab(source))[0]
     locked = {meta(c)["grade_id"]: meta(c)["checksum"] for c in released.cells
-              if has_grade_id(c) and is_locked(c) and "checksum" in meta(c)}
+              if has_grade_id(c) and fmt.is_locked(c) and "checksum" in meta(c)}
     return Lab(source, criteria, locked)
 
 
@@ -178,7 +170,7 @@ def grade_student(lab: Lab, submitted: Path, student: str, limits: Limits = Limi
 def _edited(path: Path, lab: Lab) -> list[str]:
     """grade_ids of the locked cells (tests, read-only text) the student changed."""
     try:
-        nb = read_notebook(path)
+        nb = fmt.read_notebook(path)
     except LabInputError:
         return []
     edited = []
@@ -187,7 +179,7 @@ def _edited(path: Path, lab: Lab) -> list[str]:
         if gid not in lab.locked:
             continue
         try:
-            same = compute_checksum(c) == lab.locked[gid]
+            same = fmt.compute_checksum(c) == lab.locked[gid]
         except (KeyError, TypeError, ValueError, AttributeError):  # metadata mangled too
             same = False
         if not same:

@@ -115,13 +115,11 @@ def feedback_html(lab: Lab, g: StudentGrade) -> str:
             r.grade_id, "-" if r.points is None else _num(r.points), _num(r.max_points), r.status,
             r.message)) + "</tr>" for r in g.rows)
     reason = f"<p><b>{e(g.status)}</b>: {e(g.reason)}</p>" if g.reason or g.status != GRADED else ""
-    notes = "".join(f"<li>{e(n)}</li>" for n in g.notes)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{e(lab.name)}: {e(g.student)}"
             f"</title></head><body>\n<h1>{e(lab.name)}: {e(g.student)}</h1>\n"
             f"<p>total: {_num(g.total)} / {_num(lab.max_total)}</p>\n{reason}\n"
             + (f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n" if g.rows else "")
-            + (f"<p>changed before grading:</p><ul>{notes}</ul>\n" if notes else "")
-            + "</body></html>\n")
+            + "</body></html>\n")  # the notes are not shown: every cell with hidden tests is "restored"
 
 
 def write_reports(out: Path, lab: Lab, grades: Sequence[StudentGrade]) -> list[Path]:
