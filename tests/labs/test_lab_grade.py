@@ -1,7 +1,8 @@
 """`agentos lab grade SUBMITTED --source SRC`: a class's submissions of the fixture lab in
 nbgrader's layout (submitted/<student>/fixture/fixture.ipynb), made from the fixture
 submissions: full marks, the released notebook untouched, one whose kernel dies, one that
-hangs, one with an edited test, one not a notebook, one missing. Graded once per module
+hangs, one with an edited test, one not a notebook, one with broken nbgrader metadata, one
+missing. Graded once per module
 through the CLI (--jobs 2); the tests read what it wrote."""
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def make_class(root: Path) -> Path:
     cell(crashing, "total").source += "\nimport os\nos._exit(3)"  # the kernel dies in the answer
     put("crashing", crashing)
     put("garbage", raw=b"this is not a notebook {")
+    broken = read(SUBMISSIONS / "all_correct" / "fixture.ipynb")
+    cell(broken, "add").metadata.nbgrader["schema_version"] = 1  # nbgrader refuses it too
+    put("broken_metadata", broken)
     (submitted / "missing" / "fixture").mkdir(parents=True)  # handed in nothing
     return submitted
 
@@ -80,8 +84,8 @@ def by_student(graded: dict[str, Any]) -> dict[str, dict[str, str]]:
 def test_every_student_is_a_row_whatever_went_wrong(graded: dict[str, Any]) -> None:
     assert graded["code"] == 0, graded["stderr"]
     book = by_student(graded)
-    assert list(book) == sorted(["all_correct", "crashing", "garbage", "hangs", "missing", "released",
-                                 "tampered"])
+    assert list(book) == sorted(["all_correct", "broken_metadata", "crashing", "garbage", "hangs", "missing",
+                                 "released", "tampered"])
     header = next(csv.reader((graded["out"] / "gradebook.csv").open(encoding="utf-8")))
     assert header == ["student", "status", "reason", *IDS, "total", "max"]
     full = book["all_correct"]
@@ -93,6 +97,8 @@ def test_every_student_is_a_row_whatever_went_wrong(graded: dict[str, Any]) -> N
     assert book["missing"]["reason"] == "no missing/fixture/fixture.ipynb"
     assert book["garbage"]["status"] == "invalid"
     assert "not a readable Jupyter notebook" in book["garbage"]["reason"]
+    assert book["broken_metadata"]["status"] == "invalid"
+    assert "schema_version" in book["broken_metadata"]["reason"]
     assert book["crashing"]["status"] == "graded" and book["crashing"]["test_add"] == "1"
     assert "not run: the kernel died in cell 4" in book["crashing"]["reason"]
     assert book["crashing"]["test_total"] == "0"
@@ -167,7 +173,7 @@ def test_an_interruption_keeps_the_rows_already_graded(tmp_path: Path,
     monkeypatch.setattr(batch, "grade_student", grade_student)
     code, _, err = run_cli("lab", "grade", submitted, "--source", SOURCE, "--out", tmp_path / "out",
                            "--jobs", 1, "--timeout", TIMEOUT, "--no-progress")
-    assert code == 130 and "interrupted: 1 of 7 students graded" in err
+    assert code == 130 and "interrupted: 1 of 8 students graded" in err
     assert [r["student"] for r in rows(tmp_path / "out" / "gradebook.csv")] == ["all_correct"]
     assert (tmp_path / "out" / "feedback" / "all_correct.html").is_file()
 
@@ -188,3 +194,32 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     assert (tmp_path / "o" / "gradebook.csv").read_text() == "kept\n"
     assert find_students(tmp_path / "s") == ["x"]
     shutil.rmtree(tmp_path / "s")
+
+
+def test_progress_is_a_bar_on_a_terminal_and_a_line_per_student_otherwise() -> None:
+    from agentos_kernel.labs.notebook.batch import StudentGrade
+    from agentos_kernel.labs.notebook.gradebook import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    plain, tty = io.StringIO(), Tty()
+    for stream in (plain, tty):
+        progress = Progress(stream, 2, width=4)
+        progress(StudentGrade("ada", "graded", ""), 5)
+        progress(StudentGrade("bob", "missing", "no bob/lab/lab.ipynb"), 5)
+    assert plain.getvalue() == "graded 1/2: ada 0/5\ngraded 2/2: bob 0/5 (missing)\n"
+    assert tty.getvalue() == "\r\x1b[K[##..] 1/2 ada 0/5\r\x1b[K[####] 2/2 bob 0/5 (missing)\n"
+
+
+def test_a_machine_without_the_sandbox_is_refused_before_anything_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.labs.sandbox import run as sandbox
+
+    no_landlock = sandbox.Protections(sandbox.probe().unshare, 0)
+    monkeypatch.setattr(sandbox, "probe", lambda: no_landlock)
+    (tmp_path / "s" / "ada" / "fixture").mkdir(parents=True)
+    code, _, err = run_cli("lab", "grade", tmp_path / "s", "--source", SOURCE, "--out", tmp_path / "o")
+    assert code == 2 and "cannot sandbox the notebooks' kernels" in err and "--unconfined" in err
+    assert not (tmp_path / "o").exists()
