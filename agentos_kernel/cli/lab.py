@@ -21,7 +21,7 @@ EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add `agentos lab ...` to the `agentos` parser."""
     lab = sub.add_parser(
-        "lab", help="check, release and validate lab notebooks (nbgrader cell metadata)",
+        "lab", help="check, grade, release and validate lab notebooks (nbgrader cell metadata)",
         description="Lab notebooks use nbgrader's own cell metadata, so the same folder works under "
                     "nbgrader (generate_assignment, autograde) and with these commands without it.")
     cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="LAB_COMMAND")
@@ -33,6 +33,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "outside it but the system and Python; no network; memory, process and time limits; "
                     "see docs/labs.md), continue past errors, and score each grade cell as nbgrader "
                     "does: full points if it ran without an error and wrote nothing to stderr, else 0. "
+                    "Without --source (a self-check) the last line counts the visible points and says "
+                    "how many more points hidden tests decide when graded. "
                     "Exit 0 full marks (written answers are left to a person), 1 points lost, "
                     "2 bad input, the notebook could not be run, or this machine cannot sandbox it.")
     p.add_argument("notebook", type=Path, help="the notebook to check (a student's, or the instructor's)")
