@@ -223,3 +223,34 @@ def test_a_machine_without_the_sandbox_is_refused_before_anything_is_written(
     code, _, err = run_cli("lab", "grade", tmp_path / "s", "--source", SOURCE, "--out", tmp_path / "o")
     assert code == 2 and "cannot sandbox the notebooks' kernels" in err and "--unconfined" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_kernel_that_will_not_start_or_a_grader_bug_is_an_error_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.labs.notebook.gradebook import write_reports
+    from agentos_kernel.labs.notebook.run import KernelStartError
+
+    submitted = tmp_path / "submitted"
+    for student in ("ada", "bob"):
+        (submitted / student / "fixture").mkdir(parents=True)
+        shutil.copy(SUBMISSIONS / "all_correct" / "fixture.ipynb", submitted / student / "fixture")
+    failures = {"ada": KernelStartError("could not start a Python kernel (x); its log: (empty)"),
+                "bob": RuntimeError("boom")}
+
+    def check_notebook(path: Path, **kw: Any) -> Any:
+        raise failures[path.parents[1].name]
+
+    monkeypatch.setattr(batch, "check_notebook", check_notebook)
+    lab = load_criteria(SOURCE)
+    grades = {g.student: g for g in grade_submissions(lab, submitted, ["ada", "bob"])}
+    assert (grades["ada"].status, grades["ada"].reason) == (
+        "error", "could not start a Python kernel (x); its log: (empty)")
+    assert grades["bob"].status == "error"
+    assert grades["bob"].reason == ("the grader could not run it (RuntimeError: boom); please report it "
+                                    "with the submission")
+    write_reports(tmp_path / "out", lab, list(grades.values()))
+    scope = {r["SID"]: r for r in rows(tmp_path / "out" / "gradescope.csv")}
+    assert (scope["ada"]["Status"], scope["ada"]["Total Score"]) == ("Ungraded", "")
+    assert ["bob", "", "", "bob", "", ""] in list(csv.reader((tmp_path / "out" / "canvas.csv").open()))
+    summary = {r["grade_id"]: r for r in rows(tmp_path / "out" / "summary.csv")}
+    assert summary["test_add"]["graded"] == "0"  # an error row is not counted as a loss

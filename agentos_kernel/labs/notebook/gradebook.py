@@ -125,6 +125,7 @@ def feedback_html(lab: Lab, g: StudentGrade) -> str:
 def write_reports(out: Path, lab: Lab, grades: Sequence[StudentGrade]) -> list[Path]:
     """Write every file for `grades` (sorted by student) into `out`; returns them."""
     grades = sorted(grades, key=lambda g: g.student)
+    out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, rows in ((GRADEBOOK, [gradebook_header(lab), *(gradebook_row(lab, g) for g in grades)]),
                        (CANVAS, canvas_rows(lab, grades)), (GRADESCOPE, gradescope_rows(lab, grades)),
