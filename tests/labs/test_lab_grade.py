@@ -254,3 +254,30 @@ def test_a_kernel_that_will_not_start_or_a_grader_bug_is_an_error_row(
     assert ["bob", "", "", "bob", "", ""] in list(csv.reader((tmp_path / "out" / "canvas.csv").open()))
     summary = {r["grade_id"]: r for r in rows(tmp_path / "out" / "summary.csv")}
     assert summary["test_add"]["graded"] == "0"  # an error row is not counted as a loss
+
+
+def test_ctrl_c_on_the_command_keeps_the_rows_already_graded(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    submitted = tmp_path / "submitted"
+    for i in range(6):  # each hangs in test_total for the whole --timeout
+        (submitted / f"s{i}" / "fixture").mkdir(parents=True)
+        shutil.copy(SUBMISSIONS / "hangs" / "fixture.ipynb", submitted / f"s{i}" / "fixture")
+    book = tmp_path / "out" / "gradebook.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "agentos_kernel.cli.main", "lab", "grade", str(submitted),
+                             "--source", str(SOURCE), "--out", str(tmp_path / "out"), "--jobs", "1",
+                             "--timeout", "3", "--no-progress"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not book.exists() or len(book.read_text().splitlines()) < 2):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    graded = [r["student"] for r in rows(book)]
+    assert 1 <= len(graded) < 6 and "interrupted: " in err
+    assert sorted(p.stem for p in (tmp_path / "out" / "feedback").glob("*.html")) == sorted(graded)
+    assert all(r["status"] == "graded" and "timed out: test_total" in r["reason"] for r in rows(book))
