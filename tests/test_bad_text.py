@@ -223,17 +223,23 @@ def test_a_hook_transform_to_args_that_are_not_text_is_a_deny(workspace: Path) -
 
 
 def test_an_mcp_client_argument_that_is_not_text_is_an_error_result(runtime: Runtime) -> None:
-    pytest.importorskip("mcp")
+    """A bad argument is an error result; an unknown tool's name that is not text is the
+    protocol error MCP prescribes (-32602), its message escaped so that it can be sent."""
+    mcp = pytest.importorskip("mcp")
     from agentos_kernel.tools.mcp_serve import ServedTools
 
     session = runtime.start_session("served", "mcp")
     assert not isinstance(session, Err)
     served = ServedTools(runtime, session)
-    bad, unknown, good = (served.call("echo", {"text": LONE}), served.call("ec\ud800ho", {}),
-                          served.call("echo", {"text": "hi"}))
+    bad = served.call("echo", {"text": LONE})
+    with pytest.raises(mcp.MCPError) as unknown:
+        served.call("ec\ud800ho", {})
+    good = served.call("echo", {"text": "hi"})
     session.log.close()
     assert bad.is_error and bad.content[0].text.startswith("SCHEMA_INVALID: tool_echo_in_v1: /text: ")
-    assert unknown.is_error and "TOOL_NOT_FOUND: no tool named 'ec\\ud800ho'" in unknown.content[0].text
+    assert unknown.value.error.code == mcp.types.INVALID_PARAMS
+    assert unknown.value.error.message == "Unknown tool: ec\\ud800ho"
+    unknown.value.error.message.encode("utf-8")  # no lone surrogate left to fail the transport
     assert not good.is_error
     events = runtime.events("mcp")
     assert verify_chain(events) is None

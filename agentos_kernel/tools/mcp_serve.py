@@ -35,6 +35,7 @@ from mcp.server.stdio import stdio_server
 
 from .. import __version__
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
+from ..schemas.jsonshape import printable
 from ..schemas.registry import SchemaRegistry
 from ..store.redaction import PII_CATEGORIES, Redactor
 from .builtin import BUILTIN_TOOLS
@@ -105,7 +106,7 @@ class ServedTools:
         if isinstance(result, Err):
             self.refused += 1
             if result.error.code in (ErrorCode.TOOL_NOT_FOUND, ErrorCode.TOOL_NOT_ALLOWED):
-                raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
+                raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {printable(name)}")
             if result.error.code == ErrorCode.SCHEMA_INVALID:
                 # dispatch_tool logged only the schema.violation; the Worker path records its
                 # refusal as the error handed back to the model, here it is handed to the
