@@ -13,7 +13,8 @@ import pytest
 from ..jupyter.conftest import LABS, lab_notebooks
 from ..jupyter.test_notebooks import VOLATILE, texts
 
-EXPECTED = ["lab-01-tools", "lab-02-hooks", "lab-03-skills", "lab-04-handoffs", "lab-05-cycles"]
+EXPECTED = ["lab-01-tools", "lab-02-hooks", "lab-03-skills", "lab-04-handoffs", "lab-05-cycles",
+            "lab-06-ralph-loop"]
 NBGRADER_KEYS = {"grade", "grade_id", "locked", "schema_version", "solution", "task"}
 MARKERS = {"solution": ("### BEGIN SOLUTION", "### END SOLUTION"),
            "hidden": ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")}
