@@ -24,6 +24,7 @@ from agentos_kernel.store.integrity import verify_session
 from agentos_kernel.store.replay.fold import replay_path
 from agentos_kernel.telemetry.otel_spans import spans_of
 
+from .fault_kit import add_profile
 from .helpers import CANONICAL, REPO, Run, RunRequest, finish
 
 STOP_SCHEMA = SchemaRegistry.load(REPO / "schemas")
@@ -218,18 +219,67 @@ def test_the_audit_finds_a_pass_after_a_stop_deny(workspace: Path) -> None:
 
 
 def test_a_failed_pass_log_forks_and_diffs(workspace: Path) -> None:
-    run = _multi_pass(workspace, "reviewer_fail")
+    run = _multi_pass(workspace, "reviewer_fail")  # three escalated passes, no Stop deny
     points = fork_points(run.events)
-    # resume points are role turns of the first pass, before its Stop
-    first_stop = next(i for i, e in enumerate(run.events, 1) if e.type == "hook.fired"
-                      and e.payload["hook"] == "Stop")
-    assert points and all(p.at < first_stop for p in points)
-    at = next(p.at for p in points if p.stage == "REVIEW")
-    rt = Runtime.from_workspace(workspace, faults=load_fault_plan("reviewer_fail_pass"))
+    starts = [i for i, e in enumerate(run.events, 1) if e.type == "agent.transition"
+              and e.payload["to"] == "LEAD"]
+    assert len(starts) == 3
+    # every pass has resume points; a later pass's LEAD is not one (what its lead is told
+    # about the last pass is not in the log before its turn)
+    assert [p.stage for p in points if p.at < starts[1]][:1] == ["LEAD"]
+    assert [p.stage for p in points if p.at > starts[1]].count("LEAD") == 0
+    assert any(starts[1] < p.at < starts[2] for p in points)
+    at = next(p.at for p in points if starts[1] < p.at < starts[2] and p.stage == "REVIEW")
+    rt = Runtime.from_workspace(workspace)  # no faults: this review passes
+    inputs = _seen(rt)
     forked = fork(rt, run.session_id, at)
     assert not isinstance(forked, Err), forked
+    assert forked.value.output == "Hello, Ada!"
+    assert [(d["iteration"], d["ok"]) for d in inputs] == [(2, True)]  # pass 2, numbered so
     child = rt.events(forked.value.session_id)
     diff = diff_events(run.events, child, (run.session_id, forked.value.session_id))
     assert diff.first is not None and diff.first.index == at + 1  # session.forked
+    live = [e.payload["role"] for e in child[at:] if e.type == "llm.request"]
+    assert live[:1] == ["reviewer"]  # the report under review is pass 2's, from the log
     assert audit_log(rt.store.path(forked.value.session_id)).gaps == ()
+    replayer = Runtime.from_workspace(workspace)
+    _seen(replayer)  # the same hooks as the fork ran with
+    again = rerun(replayer, forked.value.session_id)
+    assert not isinstance(again, Err) and again.value.identical, again
 
+
+def test_a_pass_past_the_profiles_bound_is_not_resumed(workspace: Path) -> None:
+    run = _multi_pass(workspace, "reviewer_fail")
+    third = [i for i, e in enumerate(run.events, 1) if e.type == "agent.transition"
+             and e.payload["to"] == "LEAD"][2]
+    at = next(p.at for p in fork_points(run.events) if p.at > third)
+    add_profile(workspace, "two", max_iterations=2)
+    refused = fork(Runtime.from_workspace(workspace, profile="two"), run.session_id, at)
+    assert isinstance(refused, Err) and refused.error.code == ErrorCode.CONFIG_INVALID
+    assert "resumes pass 3, past this profile's max_iterations (2)" in refused.error.message
+
+
+def test_no_resume_point_after_a_stop_deny(workspace: Path, run_request: RunRequest) -> None:
+    run = run_request(faults="reviewer_fail")
+    deny = next(i for i, e in enumerate(run.events, 1) if e.type == "hook.fired"
+                and e.payload["hook"] == "Stop")
+    # a later role's turn after the deny (a log edited by hand) is not a resume point
+    after = [*run.events[:deny], run.events[24]]  # event 25: agent.transition into REVIEW
+    assert after[-1].type == "agent.transition" and after[-1].payload["to"] == "REVIEW"
+    assert all(p.at < deny for p in fork_points(after))
+
+
+def test_a_resumed_later_pass_hands_on_only_what_that_pass_made(workspace: Path) -> None:
+    run = _multi_pass(workspace, "reviewer_fail")
+    second = [i for i, e in enumerate(run.events, 1) if e.type == "agent.transition"
+              and e.payload["to"] == "LEAD"][1]
+    work = next(p for p in fork_points(run.events) if p.at > second and p.stage == "WORK")
+    assert work.attempt == 1
+    forked = fork(Runtime.from_workspace(workspace), run.session_id, work.at)
+    assert not isinstance(forked, Err), forked
+    child = Runtime.from_workspace(workspace).events(forked.value.session_id)
+    worker = next(e for e in child[work.at:] if e.type == "llm.request")
+    original = next(e for e in run.events[work.at:] if e.type == "llm.request")
+    # the first attempt of pass 2 had no feedback yet (pass 1's is the lead's `previous`)
+    assert worker.payload["messages"] == original.payload["messages"]
+    assert '"feedback": null' in worker.payload["messages"][1]["content"]

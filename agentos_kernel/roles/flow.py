@@ -98,15 +98,15 @@ class RequestFlow:
     def run_passes(self, s: Session, prompt: str, resume: Resume | None = None
                    ) -> Result[RunResult]:
         """The plan-work-review passes until the Stop hook ends them, then the close; a fork
-        (fork.py) enters here with `resume`, the first pass picked up where its log ends.
+        (fork.py) enters here with `resume`, its pass picked up where its log ends.
 
         Stop fires at every terminal state of a pass (DONE, ESCALATED, FAILED) with `ok` and
         the reason; after a failed pass its hook.fired names the transition into that state
         as its parent. `deny` closes the session with the pass's result, `allow` runs the
         next pass (told how the last one ended), at most `max_iterations` in all. A refusal
         of the profile (SELF_REVIEW) closes the session at once: no pass can change it."""
-        previous: dict[str, Any] | None = None
-        for iteration in range(1, self.profile.max_iterations + 1):
+        previous: dict[str, Any] | None = None  # a resumed later pass is past its lead's turn
+        for iteration in range(resume.iteration if resume else 1, self.profile.max_iterations + 1):
             end = run_pwr(s, prompt, previous=previous, resume=resume)
             resume = None
             if end.ends_session:

@@ -68,6 +68,8 @@ class Resume:
     """The worker_report_v1 under review (REVIEW)."""
     feedback: str | None = None
     """The last failed review's feedback (a WORK rework attempt)."""
+    iteration: int = 1
+    """Which pass of the session it is (a later one when the Stop hook let the loop go on)."""
 
 
 class Machine:
