@@ -43,6 +43,9 @@ class TelemetryConfig:
     """OTLP/HTTP traces endpoint."""
     service_name: str = "agentos-kernel"
     """service.name of the exported resource."""
+    capture_content: bool | None = None
+    """Export tool call arguments and results (GenAI content capture); None: as
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT says, off when it is unset."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,10 @@ class RuntimeProfile:
     max_retries: int = 2
     """Provider retries inside the adapter before PROVIDER_ERROR."""
     timeout_s: float = 60.0
-    """Per-call provider timeout."""
+    """Per-call provider timeout: each read of the answer (and a whole unstreamed answer)."""
+    stream: bool = True
+    """HTTP providers: stream the answer (its text shows as it arrives); the log is the same
+    either way. Scripted and cassette providers answer at once and ignore it."""
     max_rework: int = 2
     """REVIEW fail -> REWORK at most this many times, then human escalation."""
     max_iterations: int = 3

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from .config import RuntimeProfile, WorkspaceConfig, load_config
 from .errors import ContractError, DomainError, Err, ErrorCode, Problem, Result
 from .hooks import HookBus
 from .hooks.loader import handler_from_entry
+from .providers.base import LiveText, StreamWatcher, TextSink
 from .providers.faults import FaultPlan
 from .providers.registry import (  # key_env_of, ADAPTERS: the composition root's API (__all__)
     ADAPTERS,
@@ -75,6 +76,8 @@ class Runtime(RequestFlow, SessionReading):
         """Called with each event of this runtime's sessions once it is logged (`watching`)."""
         self.gates: list[Callable[[Event], None]] = []
         """Called with each event just before it is logged (`watching(..., before=True)`)."""
+        self.live_text = LiveText()
+        """Streamed answer text of this runtime's sessions, redacted, to whoever watches."""
         self.bridged = bridged
         """The MCP servers this runtime started (mcp_bridges.BridgedTools), or None."""
         if profile.telemetry is not None:  # live OpenTelemetry export; the SDK loads only then
@@ -211,6 +214,7 @@ class Runtime(RequestFlow, SessionReading):
         try:
             provider = (self.provider_factory or PROVIDERS[self.profile.provider])(
                 self.profile, self.faults)
+            self.live_text.attach(provider, log.redact)  # redacted as the log would be
             if self.record_to is not None:
                 from .providers.cassette_file import Recording  # only `agentos run --record`
 
@@ -225,13 +229,20 @@ class Runtime(RequestFlow, SessionReading):
     @contextmanager
     def watching(self, watch: Callable[[Event], None], *, before: bool = False) -> Iterator[None]:
         """Call `watch(event)` for each event logged while inside (a live trace); with
-        `before`, just before it is appended (a live stepper)."""
+        `before`, just before it is appended (a live stepper). A watcher that has a
+        `streamed(piece)` method (StreamWatcher) is given streamed answer text too."""
         kind = self.gates if before else self.watchers
         kind.append(watch)
         try:
-            yield
+            with self.live_text.watching(watch.streamed if isinstance(watch, StreamWatcher) else None):
+                yield
         finally:
             kind.remove(watch)
+
+    def streaming(self, sink: TextSink) -> AbstractContextManager[None]:
+        """Call `sink(piece)` with each piece of streamed answer text while inside (the
+        profile's `stream`; redacted first)."""
+        return self.live_text.watching(sink)
 
     def redaction(self) -> dict[str, Any]:
         """What a session log redacts beyond the secret shapes: the API key (read from the

@@ -12,6 +12,8 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,6 +100,21 @@ def check(condition: object, what: str) -> None:
     if not condition:
         raise AssertionError(f"✗ {what}")
     print(f"✓ {what}")
+
+
+@contextmanager
+def expect(what: str) -> Iterator[None]:
+    """Around a test's call into a student's answer: an exception other than a failed check
+    (the stub's NotImplementedError, a NameError for a cell not run yet, a KeyError for a file
+    not written) fails as AssertionError(`✗ what (Name: message)`), so the test cell still says
+    what was expected instead of ending on a bare traceback."""
+    try:
+        yield
+    except AssertionError:
+        raise
+    except Exception as exc:
+        said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise AssertionError(f"✗ {what} ({said})") from None  # the cell's line, not this one
 
 
 def write_long_session(sessions: Path | str, session_id: str, n: int) -> Path:

@@ -17,6 +17,8 @@
 #   AGENTOS_HUB_ADMIN_TOKEN    optional: a service token to manage users/servers over the REST API
 #   AGENTOS_HUB_PG_ADMIN_DSN   optional: a role that may create roles on the migrated class
 #                              database; never passed to the students' servers
+#   AGENTOS_HUB_EXCHANGE       the folder labs are handed out from (outbound/) and submitted to
+#                              (inbound/); default AGENTOS_HUB_DIR/exchange
 #
 # SimpleLocalProcessSpawner runs every student's server as the hub's own OS user: fine for a
 # test or a trusted lab machine, not isolation between students on the file system. For a
@@ -27,12 +29,16 @@ import sys
 from pathlib import Path
 
 from agentos_kernel.classroom.hub import prepare_student
+from agentos_kernel.labs.notebook.exchange import EXCHANGE_ENV, hand_out, make_exchange
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
 
 state = Path(os.environ.get("AGENTOS_HUB_DIR", "/srv/agentos-hub")).resolve()
 (state / "homes").mkdir(parents=True, exist_ok=True)
 ip = os.environ.get("AGENTOS_HUB_IP", "127.0.0.1")
+# Labs go out from exchange/outbound (`agentos lab release SOURCE exchange/outbound/<lab>`) and come
+# back to exchange/inbound (`agentos lab submit` in a student's server; `agentos lab collect`).
+exchange = make_exchange(Path(os.environ.get("AGENTOS_HUB_EXCHANGE", state / "exchange")).resolve())
 
 c.JupyterHub.bind_url = f"http://{ip}:{os.environ.get('AGENTOS_HUB_PORT', '8000')}"
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{os.environ.get('AGENTOS_HUB_INTERNAL_PORT', '8081')}"
@@ -64,9 +70,14 @@ if admin_dsn:
 
 
 def agentos_student(spawner):
-    """Before a student's server starts: their workspace, and their database role and DSN."""
+    """Before a student's server starts: their workspace, their database role and DSN, and the
+    teaching notebooks and released labs they do not have yet (in ~/notebooks; their own files
+    are never overwritten)."""
     env = prepare_student(spawner.home_dir, spawner.user.name, admin_dsn)
-    spawner.environment = {**spawner.environment, **env}
+    given = hand_out(exchange, Path(spawner.home_dir) / "notebooks")
+    for why in given.refused:  # an instructor's copy put in outbound/: that lab is held back
+        spawner.log.warning("agentos: not handed out to %s: %s", spawner.user.name, why)
+    spawner.environment = {**spawner.environment, **env, EXCHANGE_ENV: str(exchange)}
 
 
 c.Spawner.pre_spawn_hook = agentos_student

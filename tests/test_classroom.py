@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from agentos_kernel.classroom.views import (
@@ -65,12 +66,16 @@ def test_frame_one_row_per_session_with_root_cause_and_cost(klass: SimulatedClas
     assert len(frame) == 30 and list(frame["student"].unique()) == list(klass.students)
     for row in frame.itertuples():
         preset = klass.faults.get((row.student, row.session_id))
-        assert row.code == (ROOT_CAUSE[preset] if preset else ""), (row.student, row.session_id)
+        if preset:
+            assert row.code == ROOT_CAUSE[preset], (row.student, row.session_id)
+        else:  # nothing failed closed: missing, not "" (a code is never blank)
+            assert row.code is pd.NA, (row.student, row.session_id)
         assert bool(row.ok) is (preset is None)
         snap = replay_path(klass.root / row.student / "sessions" / row.session_id / ".events.jsonl")
         assert row.cost_usd == pytest.approx(snap.cost.cost_usd)
         assert row.tokens_in == snap.cost.input_tokens and row.tokens_out == snap.cost.output_tokens
     assert frame.loc[frame["ok"].astype(bool), "cost_usd"].gt(0).all()
+    assert frame["code"].dtype == "string" and frame["ok"].dtype == "boolean"
 
 
 def test_sessions_per_student(klass: SimulatedClass, frame) -> None:
@@ -126,7 +131,7 @@ def test_class_timeline_spreads_labs_over_days(klass: SimulatedClass, frame) -> 
         if row["failed"]:
             assert row["top_code"] in set(ROOT_CAUSE.values())
         else:
-            assert row["top_code"] == ""
+            assert row["top_code"] is pd.NA
         assert row["students"] <= row["sessions"]
 
 
@@ -146,6 +151,8 @@ def test_workspaces_source_names_a_missing_folder(tmp_path: Path) -> None:
 
 
 def test_figures_carry_their_view_and_are_deterministic(frame) -> None:
+    from matplotlib.figure import Figure
+
     from agentos_kernel.jupyter import (
         class_timeline_figure,
         failures_figure,
@@ -156,7 +163,23 @@ def test_figures_carry_their_view_and_are_deterministic(frame) -> None:
     for make, view in ((sessions_figure, sessions_per_student), (failures_figure, failures_by_code),
                        (lab_cost_figure, cost_per_lab), (class_timeline_figure, class_timeline)):
         fig = make(frame)
-        assert fig.data.equals(view(frame)), make.__name__
+        assert isinstance(fig, Figure) and fig.data.equals(view(frame)), make.__name__
         assert fig.svg == make(frame).svg and fig.svg.startswith("<?xml")
+        assert fig._repr_svg_() == fig.svg
     assert all(code in failures_figure(frame).svg for code in failures_by_code(frame).index)
     assert all(lab in lab_cost_figure(frame).svg for lab in LABS)
+
+
+def test_class_figures_draw_into_a_callers_axes(frame) -> None:
+    from matplotlib.figure import Figure
+
+    from agentos_kernel.jupyter import class_timeline_figure, lab_cost_figure
+
+    mine = Figure()
+    left, right = mine.subplots(1, 2)
+    assert lab_cost_figure(frame, ax=left) is mine
+    assert left.get_title(loc="left").startswith("Cost per lab") and len(left.patches) >= len(LABS)
+    assert mine.data.equals(cost_per_lab(frame))  # type: ignore[attr-defined]
+    assert class_timeline_figure(frame, ax=right) is mine
+    assert right.get_title(loc="left").startswith("Timeline")
+    assert mine.data.equals(class_timeline(frame))  # type: ignore[attr-defined]  # the last drawing's

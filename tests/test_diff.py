@@ -38,6 +38,11 @@ def test_a_fork_and_its_parent_align_by_step(workspace: Path, canonical_run: Run
     # the gate: a different handler at the same step is a changed row, not two others
     gate = next(r for r in d.rows if r.kind == "changed" and r.step == ("hook", "hook.fired"))
     assert gate.path == "actor" and gate.b.payload["decision"] == "deny"
+    # ... at the same hook point only: a Stop and a PreToolUse are never one changed step
+    hooks = [r for r in d.rows if r.kind == "changed" and r.a.type == "hook.fired"]
+    assert hooks and all(r.a.payload["hook"] == r.b.payload["hook"] for r in hooks)
+    stop = next(r for r in d.rows if r.a is not None and r.a.payload.get("hook") == "Stop")
+    assert stop.kind == "only_a" and stop.a.actor == "hook:stop_after_one"
     assert any(r.kind == "only_a" and r.a.type == "tool.invoke" for r in d.rows)
     # every event of both logs is in exactly one row, in order
     assert [r.a.seq for r in d.rows if r.a] == list(range(1, len(canonical_run.events) + 1))

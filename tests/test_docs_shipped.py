@@ -46,3 +46,15 @@ def test_git_ignores_checkpoints_next_to_a_notebook() -> None:
     done = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", "-q", probe],
                           capture_output=True, check=False)
     assert done.returncode == 0, f"{probe} would show in git status"
+
+
+def test_the_readme_says_when_to_use_lab_check_and_when_grade() -> None:
+    """Class-day defect (issue 22): one paragraph telling the two commands apart."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Graded labs", 1)[1].split("\n## ", 1)[0]
+    para = next(p for p in section.split("\n\n") if p.startswith("**`lab check` or `grade`?**"))
+    text = " ".join(para.split())
+    assert "`agentos lab check` is for one notebook lab" in text and "sandbox" in text
+    assert "student checking their own notebook" in text and "instructor checking one submission" in text
+    assert "`agentos grade` is for the spec's Lab 07 submission folder" in text and "Lab Rubric" in text
+    assert "Batch grading: `docs/labs.md`." in text

@@ -2,7 +2,10 @@
 with configurable-http-proxy on 127.0.0.1, two students log in with the password, each one's
 server starts in their own workspace with their own PostgreSQL role, `%agent` runs in a kernel
 on each (over the kernel websocket, as a browser would), and each sees only their own sessions,
-in the database; the instructor role sees both. Select with `pytest -m jupyterhub`.
+in the database; the instructor role sees both. The labs go out and come back through the hub's
+exchange (issue 22): each student's home gets the teaching notebooks and the lab the instructor
+released, never its solutions; each submits from their kernel (alice twice) and the instructor
+collects the newest of each into nbgrader's submitted/ layout. Select with `pytest -m jupyterhub`.
 
 Skips, saying why, without configurable-http-proxy (`npm install -g configurable-http-proxy`;
 .ci/run installs it) or without a PostgreSQL server (tests/pg_server.py)."""
@@ -18,7 +21,11 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel.classroom.views import class_frame, postgres_source, sessions_per_student
+from agentos_kernel.labs.notebook.exchange import OUTBOUND, collect
+from agentos_kernel.labs.notebook.nbgrader_format import BEGIN_HIDDEN, BEGIN_SOLUTION
+from agentos_kernel.labs.notebook.release import release
 
+from .helpers import REPO
 from .hubclient import Hub, running_hub
 from .pg_server import PgDatabase
 
@@ -40,6 +47,26 @@ print(json.dumps({
     "admin_dsn_visible": "AGENTOS_HUB_PG_ADMIN_DSN" in os.environ,
     "local_logs": sorted(os.listdir("sessions")) if os.path.isdir("sessions") else [],
 }))
+"""
+LAB = "lab-01-tools"
+NB = f"notebooks/labs/{LAB}/{LAB}.ipynb"
+# What a student's kernel finds handed out, then their submission (a cell of their own added;
+# alice submits twice), through the CLI as a student types it in a terminal.
+SUBMIT = f"""
+import json, os, subprocess, sys
+import nbformat
+text = open({NB!r}, encoding="utf-8").read()
+given = {{"labs": sorted(os.listdir("notebooks/labs")), "tour": os.path.isfile("notebooks/00_tour.ipynb"),
+         "solution": {BEGIN_SOLUTION!r} in text, "hidden": {BEGIN_HIDDEN!r} in text}}
+runs = []
+for n in range(2 if os.environ["USER"] == "alice" else 1):
+    nb = nbformat.read({NB!r}, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(f"answer = '{{os.environ['USER']}} {{n}}'"))
+    nbformat.write(nb, {NB!r})
+    r = subprocess.run([sys.executable, "-m", "agentos_kernel", "lab", "submit", {NB!r}],
+                       capture_output=True, text=True)
+    runs.append([r.returncode, r.stdout.strip(), r.stderr.strip()])
+print(json.dumps({{"given": given, "runs": runs}}))
 """
 
 
@@ -66,20 +93,37 @@ def test_two_students_each_see_only_their_own_sessions_in_the_database(hub: Hub,
         assert ok.status == 302, (ok.status, ok.body[:300])
         assert "jupyterhub-hub-login" in ok.headers["cookies"]  # logged in
 
+    # The instructor releases lab 01 into the hub's exchange before the students log in.
+    exchange = hub.state / "exchange"
+    release(REPO / "notebooks" / "labs" / LAB, exchange / OUTBOUND / LAB)
+
     tokens = {user: hub.user_token(user) for user in STUDENTS}
-    reports = {}
+    reports, handed = {}, {}
     for user in STUDENTS:
         hub.start_server(user, tokens[user])
-        load, first, second, report = hub.run_in_kernel(user, tokens[user], [
+        load, first, second, report, submitted = hub.run_in_kernel(user, tokens[user], [
             "%load_ext agentos_kernel",
             '%agent "hello, greet Ada"',
             f'%agent --session only-{user} "hello, greet Ada"',
             REPORT,
+            SUBMIT,
         ])
         assert "Error" not in load, load
         assert first.startswith("AgentRun s0001 ok"), first
         assert second.startswith(f"AgentRun only-{user} ok"), second
         reports[user] = json.loads(report.strip().splitlines()[-1])
+        handed[user] = json.loads(submitted.strip().splitlines()[-1])
+
+    for user, h in handed.items():
+        assert h["given"] == {"labs": [LAB], "tour": True, "solution": False, "hidden": False}, \
+            "each student got the released lab and the teaching notebooks, no solution or hidden test"
+        assert [code for code, _, _ in h["runs"]] == [0] * (2 if user == "alice" else 1), h["runs"]
+        assert all(f"as {user}'s {LAB}" in out for _, out, _ in h["runs"]), h["runs"]
+    done = collect(exchange, hub.state / "submitted")
+    assert sorted(s.student for s in done.collected) == list(STUDENTS) and not done.skipped
+    for user, newest in (("alice", "alice 1"), ("bob", "bob 0")):
+        text = (hub.state / "submitted" / user / LAB / f"{LAB}.ipynb").read_text(encoding="utf-8")
+        assert f"answer = '{newest}'" in text, f"{user}'s newest submission is the one collected"
 
     for user, r in reports.items():
         home = str((hub.state / "homes" / user).resolve())

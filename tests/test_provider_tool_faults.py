@@ -124,10 +124,10 @@ def test_server_errors_are_retried_then_fail_closed(workspace: Path, server: Loo
 
 BODY = json.dumps(OPENAI_OK).encode()
 BROKEN_ANSWERS = {
-    "cut mid-body": (Reply(200, BODY, truncate_to=20), "cut short (20 bytes"),
+    "cut mid-body": (Reply(200, BODY, truncate_to=20), "received 20 bytes, expected"),
     "truncated JSON": (Reply(200, BODY[:25]), "non-JSON answer"),
     "HTML instead of JSON": (Reply(200, b"<html>502 Bad Gateway</html>"), "non-JSON answer"),
-    "garbled status line": (Reply(200, raw=b"HTTP/1.1 2OO 0K\r\n\r\n"), "BadStatusLine"),
+    "garbled status line": (Reply(200, raw=b"HTTP/1.1 2OO 0K\r\n\r\n"), "broken answer"),
 }
 
 

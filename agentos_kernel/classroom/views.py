@@ -153,9 +153,9 @@ def postgres_source(dsn: str) -> Iterator[tuple[str, str, list[Event]]]:
 def session_row(student: str, session_id: str, events: Sequence[Event],
                 lab: Callable[[str], str] = lab_of) -> dict[str, Any]:
     """One session folded into the dashboard's row (see COLUMNS): `code` is the root cause,
-    the first fail-closed code its log records ("" when none); `ok` is None while open."""
+    the first fail-closed code its log records (None when none); `ok` is None while open."""
     close = next((e for e in reversed(events) if e.type == "session.close"), None)
-    code = next((c for e in events if (c := failure_code(e)) is not None), "")
+    code = next((c for e in events if (c := failure_code(e)) is not None), None)
     tin = tout = 0
     cost = 0.0
     for e in events:
@@ -166,19 +166,21 @@ def session_row(student: str, session_id: str, events: Sequence[Event],
             cost += float(usage.get("cost_usd", 0.0))
     ok = bool(close.payload.get("ok")) if close is not None and isinstance(close.payload, dict) else None
     return {"student": student, "session_id": session_id, "lab": lab(session_id),
-            "start": events[0].ts if events else "", "events": len(events), "closed": close is not None,
+            "start": events[0].ts if events else None, "events": len(events), "closed": close is not None,
             "ok": ok, "code": code, "tokens_in": tin, "tokens_out": tout, "cost_usd": round(cost, 8)}
 
 
 def class_frame(source: ClassSource, lab: Callable[[str], str] = lab_of) -> pd.DataFrame:
     """One row per session of the class (COLUMNS), sorted by student then start; `start` as
-    UTC timestamps."""
+    UTC timestamps; `ok` (boolean) NA while a session is open, `code` (string) NA when
+    nothing failed closed."""
     import pandas as pd
 
     rows = [session_row(s, sid, evs, lab) for s, sid, evs in source]
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     frame["start"] = pd.to_datetime(frame["start"], utc=True)
     frame["ok"] = frame["ok"].astype("boolean")
+    frame["code"] = frame["code"].astype("string")
     return frame.sort_values(["student", "start", "session_id"], ignore_index=True)
 
 
@@ -198,7 +200,7 @@ def failures_by_code(frame: pd.DataFrame) -> pd.DataFrame:
     """Per fail-closed root-cause code: sessions, distinct students, how many of those sessions
     still closed ok (a retry or rework recovered), and the labs it came from; the most
     frequent first."""
-    bad = frame[frame["code"] != ""]
+    bad = frame[frame["code"].notna()]
     table = bad.assign(recovered=bad["ok"].fillna(False).astype(bool)).groupby("code").agg(
         sessions=("session_id", "count"), students=("student", "nunique"), recovered=("recovered", "sum"),
         labs=("lab", lambda s: ", ".join(sorted(set(s)))))
@@ -217,15 +219,18 @@ def cost_per_lab(frame: pd.DataFrame) -> pd.DataFrame:
 
 def class_timeline(frame: pd.DataFrame, freq: str = "30min") -> pd.DataFrame:
     """Sessions started per `freq` bin across the class (only bins with sessions): how many,
-    how many failed, by how many students, and the most common root cause in the bin."""
+    how many failed, by how many students, and the most common root cause in the bin (NA
+    when none failed closed)."""
+    import pandas as pd
+
     failed = frame["closed"] & ~frame["ok"].fillna(False).astype(bool)
     data = frame.assign(failed=failed, bin=frame["start"].dt.floor(freq))
 
-    def top(codes: Any) -> str:
-        counts = codes[codes != ""].value_counts()
-        return "" if counts.empty else str(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])
+    def top(codes: Any) -> Any:
+        counts = codes.dropna().value_counts()
+        return pd.NA if counts.empty else str(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])
 
     table = data.groupby("bin").agg(sessions=("session_id", "count"), failed=("failed", "sum"),
                                     students=("student", "nunique"), top_code=("code", top))
     table.index.name = "start"
-    return table.astype({"failed": int})
+    return table.astype({"failed": int, "top_code": "string"})

@@ -1,7 +1,9 @@
-"""`agentos audit PATH`: the Audit Completeness check of one log or a directory of sessions.
+"""`agentos audit TARGET`: the Audit Completeness check of one log, a directory of sessions,
+a session id of the workspace (as `replay`, `events` and `verify` take it) or a PostgreSQL
+store (`postgres:ENV[/OWNER]`, or the whole store `postgres:ENV/*`).
 
 Thin: find the logs, call `audit_log`, print a table of gaps (check, seq, line, what).
-Exit 0 when every log is clean, 1 when any has a gap, 2 when PATH holds no log.
+Exit 0 when every log is clean, 1 when any has a gap, 2 when TARGET holds no log.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..labs.audit.log import AuditReport, Gap, audit_lines, audit_log, find_logs
 from ..schemas.jsonshape import printable
+from ..store.events import check_session_id
 
 EXIT_CLEAN, EXIT_GAP, EXIT_BAD_PATH = 0, 1, 2
 
@@ -42,23 +46,45 @@ def report_lines(report: AuditReport) -> list[str]:
 
 
 def _store_reports(target: str) -> list[AuditReport]:
-    """The audit of every session of a PostgreSQL store (`postgres:ENV[/OWNER]`)."""
-    from ..store.factory import pg_store_of
+    """The audit of every session of a PostgreSQL store (`postgres:ENV[/OWNER]`), or of every
+    owner's sessions the role may read (`postgres:ENV/*`)."""
+    from ..store.factory import pg_stores_of
 
-    store = pg_store_of(target)
-    sids = store.sessions()
-    if not sids:
+    reports = [audit_lines(store.lines(sid), str(store.path(sid)))
+               for store in pg_stores_of(target) for sid in store.sessions()]
+    if not reports:
         raise FileNotFoundError(f"{target}: holds no session")
-    return [audit_lines(store.lines(sid), str(store.path(sid))) for sid in sids]
+    return reports
+
+
+def _session_report(args: argparse.Namespace) -> AuditReport:
+    """The audit of session `args.path` of the workspace's store (its --profile's): the log
+    file, or its rows in PostgreSQL. FileNotFoundError names a session the store lacks."""
+    from ..kernel import Runtime
+
+    rt = Runtime.from_workspace(args.workspace, profile=args.profile)
+    sid = args.path
+    if not rt.store.exists(sid):
+        raise FileNotFoundError(f"no session {sid!r} in {rt.store_name} and no such file or directory")
+    log = rt.log_file(sid)
+    if log is None:
+        return audit_lines(rt.store.lines(sid), str(rt.store.path(sid)))
+    return audit_log(log, root=log.parent)  # a log linked out of its session folder is not read
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    if args.path.startswith("postgres:"):
+    if args.path.startswith("postgres:") or (check_session_id(args.path) is None
+                                             and not Path(args.path).exists()):
         try:
-            return _print(args, _store_reports(args.path))
+            return _print(args, _store_reports(args.path) if args.path.startswith("postgres:")
+                          else [_session_report(args)])
         except (FileNotFoundError, ValueError) as exc:
             print(f"agentos: error: {printable(str(exc))}", file=sys.stderr)
             return EXIT_BAD_PATH
+    if args.profile is not None:
+        print(f"agentos: error: --profile picks the store a session id is read from; {args.path} "
+              "is a path", file=sys.stderr)
+        return EXIT_BAD_PATH
     try:
         logs = find_logs(args.path)
     except FileNotFoundError as exc:
@@ -93,12 +119,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "llm request/response and tool invoke/result pairs, agent transitions, hook "
                     "decisions, schema violations refused, one closing session.close, and every "
                     "required event type in a successful session. Prints a table of gaps "
-                    "(check, seq, line, what). Exit 0 clean, 1 any gap, 2 no log at PATH. "
+                    "(check, seq, line, what). Exit 0 clean, 1 any gap, 2 no log at ID|PATH. "
                     "The rules: docs/log-format.md.")
-    p.add_argument("path", metavar="PATH",
+    p.add_argument("path", metavar="ID|PATH",
                    help="a .events.jsonl file, a session directory, a directory of session "
-                        "directories (each <id>/.events.jsonl is audited), or postgres:ENV[/OWNER]: "
-                        "every session of that PostgreSQL store (docs/class-server.md)")
+                        "directories (each <id>/.events.jsonl is audited), a session id in the "
+                        "workspace (a path that exists wins), postgres:ENV[/OWNER]: every session of "
+                        "that PostgreSQL store's role or OWNER, or postgres:ENV/*: the whole store, "
+                        "every owner the role may read (docs/class-server.md)")
+    p.add_argument("--profile", help="with a session id: the profile whose event store holds it "
+                                     "(default: the workspace's default_profile)")
     p.add_argument("--json", action="store_true",
                    help="print {ok, logs: [{path, events, ok, gaps: [{check, seq, line, what}], "
                         "notes}]} instead")

@@ -42,7 +42,10 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     rt = runtime_from_args(args)
     telemetry = rt.profile.telemetry
-    records = session_records(rt, sid)
+    try:
+        records = session_records(rt, sid)
+    except ValueError as exc:  # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT's value
+        raise UsageError(str(exc)) from None
     spans = readable_spans(records, telemetry.service_name if telemetry else DEFAULT_SERVICE)
     trace = f"{records[0].trace_id:032x}"
     endpoint = None if args.out else args.endpoint or (telemetry.otlp_endpoint if telemetry else None)
@@ -84,7 +87,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "execute_tool and hook spans; parents from each event's parent_id, times "
                     "from its ts, and the event ids and seq on every span. Ids are derived from "
                     "the log, so exporting twice gives the same trace. What is exported is what "
-                    "the log holds, redacted again with the profile's redaction. Sent to "
+                    "the log holds, redacted again with the profile's redaction; tool call "
+                    "arguments and results only with the profile's telemetry.capture_content "
+                    "or OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. Sent to "
                     "--endpoint, else to the profile's telemetry.otlp_endpoint; with neither "
                     "(or with --out) written as OTLP JSON. Needs the 'otel' extra. Exit 0 "
                     "exported, 1 the collector did not take the spans, 2 bad input.")

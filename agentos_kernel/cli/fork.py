@@ -90,8 +90,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(fn=cmd_fork)
 
     p = sub.add_parser(
-        "diff", help="two logs side by side, aligned by step (role + event type): the first "
-                     "divergence marked, per-role token and cost deltas",
+        "diff", help="two logs side by side, aligned by step (role + event type; a hook.fired's "
+                     "hook point too): the first divergence marked, per-role token and cost deltas",
         description="Compares what the two sessions did (type, actor, payload; wall time and "
                     "retry counts left out; A's session id read as B's), with the engine "
                     "`rerun --verify` uses. Exit 0 when they do the same thing, 1 when they differ.")

@@ -1,10 +1,11 @@
 """The `agentos` commands that read a session log: replay, events and verify. Thin: parse,
 call the library (replay.py, trace.py, integrity.py), print.
 
-`replay` and `events` verify the log first (integrity.verify_log) and warn on stderr when
-it does not verify; `--strict` makes that exit 1. An empty log is reported, never shown as
-a snapshot of nothing. `verify` exits 0 when every log verifies, 1 on any finding, 2 when
-the target names no log.
+`replay` and `events` take a session id or, as `verify` does, a log's path (a
+`.events.jsonl` file or a session directory: a path that exists wins). They verify the log
+first (integrity.verify_log) and warn on stderr when it does not verify; `--strict` makes
+that exit 1. An empty log is reported, never shown as a snapshot of nothing. `verify` exits
+0 when every log verifies, 1 on any finding, 2 when the target names no log.
 """
 
 from __future__ import annotations
@@ -16,16 +17,18 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..store.events import LOG_NAME, TornTailWarning, check_session_id
+from ..store.events import LOG_NAME, TornTailWarning, check_session_id, read_log
 from ..store.integrity import VerifyReport, verify_log, verify_session
 from ..store.redaction import redact
 from ..store.repair import repair_torn
-from ..store.replay.summary import RECENT
+from ..store.replay.fold import replay_path
+from ..store.replay.summary import RECENT, summarize_path
 from ..telemetry.trace import LAYERS, select, trace_lines
 from ..workspace import find_workspace
 from .common import EXIT_NOT_OK, EXIT_OK, UsageError, runtime_from_args, session_arg
 
 if TYPE_CHECKING:
+    from ..kernel import Runtime
     from ..store.jsonl import JsonlEventStore
     from ..store.postgres.store import PostgresEventStore
 
@@ -44,11 +47,42 @@ def _checked(log: Path | VerifyReport, sid: str, strict: bool) -> int | None:
     return EXIT_NOT_OK if strict and not report.ok else None
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
+def log_path(target: str, profile: str | None) -> Path | None:
+    """The log a `replay`/`events` target names when it is a path, as `verify` reads one (a
+    `.events.jsonl` file or a session directory; a path that exists wins), else None: a
+    session id. UsageError for a directory with no log that is no session id either (a
+    folder of sessions), or a path with --profile."""
+    p = Path(target)
+    try:
+        log = p if p.is_file() else p / LOG_NAME if (p / LOG_NAME).is_file() else None
+        folder = log is None and p.is_dir()
+    except (OSError, ValueError):  # no file system holds it (too long, a NUL): not a path
+        return None
+    problem = check_session_id(target)
+    if folder and problem:
+        raise UsageError(f"{problem}; and {target} is a directory with no {LOG_NAME}: give one "
+                         "session's log file or directory")
+    if log is not None and profile is not None:
+        raise UsageError(f"--profile picks the store a session id is read from; {target} is a log's path")
+    return log
+
+
+def _verified(args: argparse.Namespace, target: str) -> tuple[Path | Runtime, int | None]:
+    """(the log file when `target` is a path, else the runtime whose store holds session
+    `target`; the exit code when the log must not be shown, else None)."""
+    log = log_path(target, args.profile)
+    if log is not None:
+        return log, _checked(log, target, args.strict)
     rt = runtime_from_args(args)
-    sid = session_arg(args.session_id)
-    if rt.store.exists(sid) and (code := _checked(verify_session(rt.store, sid), sid, args.strict)
-                                 ) is not None:
+    sid = session_arg(target)
+    if rt.store.exists(sid):
+        return rt, _checked(verify_session(rt.store, sid), sid, args.strict)
+    return rt, None
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    src, code = _verified(args, args.session_id)
+    if code is not None:
         return code
     if args.recent is not None and not args.summary:
         raise UsageError("--recent sets how many items --summary keeps; add --summary")
@@ -56,8 +90,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"--recent {args.recent} is negative; use 0 or more")
     with warnings.catch_warnings():  # a torn line was reported above; say it once
         warnings.simplefilter("ignore", TornTailWarning)
-        snap = rt.replay_summary(sid, args.at, RECENT if args.recent is None else args.recent) \
-            if args.summary else rt.replay(sid, args.at)
+        recent = RECENT if args.recent is None else args.recent
+        if isinstance(src, Path):
+            snap = summarize_path(src, args.at, recent) if args.summary else replay_path(src, args.at)
+        else:
+            sid = args.session_id
+            snap = src.replay_summary(sid, args.at, recent) if args.summary else src.replay(sid, args.at)
     if args.at is not None and snap.events < args.at:  # the log ended first: say so, not the end state
         raise UsageError(f"--at {args.at} is out of range: {args.session_id} has {snap.events} events; "
                          f"use 0..{snap.events}")
@@ -79,15 +117,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    rt = runtime_from_args(args)
-    sid = session_arg(args.session_id)
-    if rt.store.exists(sid) and (code := _checked(verify_session(rt.store, sid), sid, args.strict)
-                                 ) is not None:
+    src, code = _verified(args, args.session_id)
+    if code is not None:
         return code
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TornTailWarning)
-            events = select(rt.events(sid), args.type, args.layer)
+            read = list(read_log(src)) if isinstance(src, Path) else src.events(args.session_id)
+            events = select(read, args.type, args.layer)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
@@ -121,30 +158,32 @@ def find_logs(target: str, workspace: Path | None) -> list[Path]:
 
 
 def _store_reports(args: argparse.Namespace) -> list[VerifyReport] | None:
-    """The reports when the target is in PostgreSQL (`postgres:ENV[/OWNER]`, or a session id
-    of a --profile whose store is postgres), else None (the target names files)."""
-    from ..store.factory import is_pg_target, pg_store_of
+    """The reports when the target is in PostgreSQL (`postgres:ENV[/OWNER]`, the whole store
+    `postgres:ENV/*`, or a session id of a --profile whose store is postgres), else None (the
+    target names files)."""
+    from ..store.factory import is_pg_target, pg_stores_of
 
+    pairs: list[tuple[JsonlEventStore | PostgresEventStore, str]]
     if is_pg_target(args.target):
         try:
-            store: JsonlEventStore | PostgresEventStore = pg_store_of(args.target)
+            stores = pg_stores_of(args.target)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        sids = store.sessions()
-        if not sids:
+        pairs = [(store, sid) for store in stores for sid in store.sessions()]
+        if not pairs:
             raise UsageError(f"{args.target}: holds no session")
     elif args.profile is not None and check_session_id(args.target) is None:
         rt = runtime_from_args(args)
         if rt.log_file(args.target) is not None:
             return None
-        store, sids = rt.store, [args.target]
+        pairs = [(rt.store, args.target)]
     else:
         return None
     if args.repair:
         raise UsageError("--repair sets a torn line aside in a file; a database row is never torn")
-    if args.head is not None and len(sids) != 1:
-        raise UsageError(f"--head anchors one log; {args.target} holds {len(sids)}")
-    return [verify_session(store, s, args.head) for s in sids]
+    if args.head is not None and len(pairs) != 1:
+        raise UsageError(f"--head anchors one log; {args.target} holds {len(pairs)}")
+    return [verify_session(store, sid, args.head) for store, sid in pairs]
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -187,6 +226,8 @@ def _repair(report: VerifyReport, head: str | None) -> VerifyReport:
     return verify_log(report.path, head)
 
 
+_TARGET_HELP = ("a session id in the workspace (or the --profile's store), or a log's path: a "
+                ".events.jsonl file or a session directory (as verify takes them; a path that exists wins)")
 _PROFILE_HELP = ("the profile whose event store holds the session (default: the workspace's "
                  "default_profile; a postgres store reads it from the database)")
 
@@ -194,7 +235,7 @@ _PROFILE_HELP = ("the profile whose event store holds the session (default: the 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add replay, events and verify to the `agentos` parser."""
     p = sub.add_parser("replay", help="recompute a session's snapshot from its log alone")
-    p.add_argument("session_id")
+    p.add_argument("session_id", metavar="ID|PATH", help=_TARGET_HELP)
     p.add_argument("--at", type=int, metavar="N", help="the state after the first N events")
     p.add_argument("--json", action="store_true", help="print snapshot_v1 JSON (snapshot_v2 with --summary)")
     p.add_argument("--summary", action="store_true",
@@ -208,7 +249,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(fn=cmd_replay)
 
     p = sub.add_parser("events", help="print a session's events")
-    p.add_argument("session_id")
+    p.add_argument("session_id", metavar="ID|PATH", help=_TARGET_HELP)
     p.add_argument("--type", metavar="T", help="only events of type T (or T.*), e.g. hook.fired, tool")
     p.add_argument("--layer", choices=LAYERS, help="only events of spec layer L1..L8")
     p.add_argument("--json", action="store_true", help="print the raw JSON lines")
@@ -223,8 +264,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                       "session's folder and a torn final line")
     p.add_argument("target", metavar="ID|PATH",
                    help="a session id in the workspace, a .events.jsonl file, a session directory, "
-                        "a directory of sessions (each is verified), or postgres:ENV[/OWNER] (every "
-                        "session of that PostgreSQL store: docs/class-server.md)")
+                        "a directory of sessions (each is verified), postgres:ENV[/OWNER] (every "
+                        "session of that PostgreSQL store's role or OWNER), or postgres:ENV/* (the "
+                        "whole store: every owner the role may read; docs/class-server.md)")
     p.add_argument("--profile", help=_PROFILE_HELP + "; with a session id")
     p.add_argument("--head", metavar="HEX",
                    help="the head printed by an earlier verify (noted elsewhere): also proves that "

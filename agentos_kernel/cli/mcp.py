@@ -51,8 +51,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     "dispatch_tool's nine steps (schemas, PreToolUse/PostToolUse hooks, events) "
                     "in one session, opened when the server starts and closed when the client "
                     "hangs up; a refusal reaches the client as an isError result naming the "
-                    "code. Messages go to stderr. Exit 0 after a clean shutdown, 1 when "
-                    "SessionStart denies, 2 on bad input, 130 interrupted.")
+                    "code, a tool that is not served as the JSON-RPC error -32602. tools/list "
+                    "gives each tool's outputSchema and annotations. Messages go to stderr. "
+                    "Exit 0 after a clean shutdown, 1 when SessionStart denies, 2 on bad input, "
+                    "130 interrupted.")
     # SUPPRESS: without it the subcommand's default would overwrite a global --workspace
     s.add_argument("--workspace", type=Path, default=argparse.SUPPRESS,
                    help="workspace directory holding agentos.yaml (as the global --workspace)")

@@ -111,7 +111,7 @@ REPLAY.add_argument("--verify", action="store_true",
 
 EVENTS = _Parser("events", "%events s0001 --layer L1",
                  "A session's events as a pandas DataFrame (seq, ts, type, layer, actor, role, parent, "
-                 "tokens_in, tokens_out, cost_usd, duration_ms).")
+                 "tokens_in, tokens_out, cost_usd, duration_ms, hook, decision; NA where absent).")
 EVENTS.add_argument("session_id", nargs="?", help="the session, e.g. s0001")
 EVENTS.add_argument("--type", metavar="T", help="only events of type T or T.* (e.g. hook.fired, tool)")
 EVENTS.add_argument("--layer", metavar="L", choices=[f"L{i}" for i in range(1, 9)], help="only layer L1..L8")

@@ -13,6 +13,9 @@ from ..store.jsonl import JsonlEventStore
 from ..store.replay.logview import LogEvents
 from ..workspace import Workspace, find_workspace
 
+SHOWN_IDS = 8
+"""How many of the latest session ids an unknown-session message lists."""
+
 
 class UnknownSession(LookupError):
     """A session id with no log in the workspace; the message is one line with the fix."""
@@ -59,7 +62,9 @@ def session_log(session: str, workspace: Path | str | None = None) -> Path:
     store = JsonlEventStore(ws.sessions)
     if not store.exists(session):
         ids = known_sessions(ws)
-        shown = ", ".join(ids[-8:]) if ids else "none yet; run %agent first"
+        shown = ", ".join(ids[-SHOWN_IDS:]) if ids else "none yet; run %agent first"
+        if len(ids) > SHOWN_IDS:  # a list cut short says so, or it reads as every session
+            shown += f" and {len(ids) - SHOWN_IDS} more"
         raise UnknownSession(f"no session {session!r} in this workspace (sessions: {shown})")
     return store.path(session)
 

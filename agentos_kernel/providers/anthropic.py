@@ -1,28 +1,33 @@
 """The Anthropic adapter (`provider: anthropic`): the Messages API over HTTP.
 
-Plain urllib, no SDK (the same reasoning as openai_compat.py). The v1 conversation is
-flat role/content strings; the Messages API wants `system` at the top level, tool calls
+No SDK: httpx (_transport.py), the client Anthropic's SDK is built on. The v1 conversation
+is flat role/content strings; the Messages API wants `system` at the top level, tool calls
 as `tool_use` blocks and tool results as `tool_result` blocks in a user turn.
+
+Streamed (docs.anthropic.com/en/api/messages-streaming): `message_start` carries the
+message with empty content; each block is `content_block_start`, `content_block_delta`s
+(`text_delta`, or `input_json_delta` pieces of a tool's input JSON) and
+`content_block_stop`; `message_delta` brings stop_reason and the output usage;
+`message_stop` ends it. `ping`s may come any time; an `error` event ends it early.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..tools.dispatch import ToolCall
-from ._http import HttpAdapter, assistant_tool_calls, cost, tool_message
+from ._http import Assembly, HttpAdapter, assistant_tool_calls, cost, event_json, tool_message
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage
 from .structured import OUTPUT_TOOL_PREFIX, output_tool
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens; v1 makes it optional
 STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_use",
         "max_tokens": "max_tokens", "refusal": "safety"}
+TRANSIENT = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+"""Error event types a later attempt may not meet (the statuses 529, 500, 429, 504)."""
 
 
 class AnthropicProvider(HttpAdapter):
@@ -38,6 +43,13 @@ class AnthropicProvider(HttpAdapter):
 
     def to_wire(self, request: CompletionRequest) -> dict[str, Any]:
         return to_wire(request)
+
+    def stream_wire(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "stream": True}
+
+    def assembly(self, request: CompletionRequest) -> Assembly:
+        out = OUTPUT_TOOL_PREFIX + request.output_schema_id if request.output_schema_id else None
+        return Messages(out)
 
     def from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
         blocks = doc.get("content")
@@ -65,6 +77,61 @@ class AnthropicProvider(HttpAdapter):
         return CompletionResponse(text=text, tool_calls=tuple(calls), finish_reason=reason,
                                   usage=Usage(tin, tout, cost(self.prices, tin, tout)),
                                   model=str(doc.get("model") or request.model))
+
+
+class Messages(Assembly):
+    """A streamed Messages API answer put back together. The forced output tool's input is
+    the role's answer (structured output), so its JSON pieces count as answer text."""
+
+    def __init__(self, output_tool: str | None) -> None:
+        self.output_tool = output_tool
+        self.message: dict[str, Any] = {}
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.json: dict[int, str] = {}
+
+    def add(self, event: str, data: str) -> str:
+        doc = event_json(data)
+        kind = doc.get("type", event)
+        if kind == "error":
+            err = doc.get("error") or {}
+            raise ProviderFault(f"the stream ended in an error: {err.get('type')}: "
+                                f"{err.get('message')}", retryable=err.get("type") in TRANSIENT)
+        if kind == "message_start":
+            self.message = dict(doc.get("message") or {})
+            self.message["usage"] = dict(self.message.get("usage") or {})
+        elif kind == "content_block_start":
+            self.blocks[int(doc["index"])] = dict(doc.get("content_block") or {})
+        elif kind == "content_block_delta":
+            i, delta = int(doc["index"]), doc.get("delta") or {}
+            block = self.blocks.setdefault(i, {"type": "text", "text": ""})
+            if delta.get("type") == "text_delta":
+                block["text"] = block.get("text", "") + delta.get("text", "")
+                return str(delta.get("text", ""))
+            if delta.get("type") == "input_json_delta":
+                piece = str(delta.get("partial_json", ""))
+                self.json[i] = self.json.get(i, "") + piece
+                return piece if block.get("name") == self.output_tool else ""
+        elif kind == "content_block_stop":
+            self._close_input(int(doc["index"]))
+        elif kind == "message_delta":
+            self.message.update(doc.get("delta") or {})
+            self.message["usage"].update(doc.get("usage") or {})
+        elif kind == "message_stop":
+            self.done = True
+        return ""
+
+    def _close_input(self, i: int) -> None:
+        block = self.blocks.get(i) or {}
+        if block.get("type") != "tool_use" or i not in self.json:
+            return
+        try:  # an empty input streams no pieces, or one empty piece
+            block["input"] = json.loads(self.json.pop(i) or "{}")
+        except json.JSONDecodeError:
+            raise ProviderFault(f"tool_use block {block.get('name')!r} streamed an input that is "
+                                "not JSON", retryable=False) from None
+
+    def doc(self) -> dict[str, Any]:
+        return {**self.message, "content": [self.blocks[i] for i in sorted(self.blocks)]}
 
 
 def to_wire(request: CompletionRequest) -> dict[str, Any]:

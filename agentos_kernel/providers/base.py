@@ -7,9 +7,10 @@ objects never leave the adapter. `redact` (redaction.py) runs on anything about 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
 from ..store.redaction import redact
@@ -80,6 +81,9 @@ class CompletionResponse:
     """Contract version."""
     attempts: int = field(default=1, compare=False)
     """How many tries the adapter needed (not part of the v1 contract; logged beside it)."""
+    chunks: int | None = field(default=None, compare=False)
+    """Server-sent events the answer arrived in when it was streamed, else None (not part
+    of the v1 contract; logged beside it as `chunks`, docs/log-format.md)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +109,99 @@ class Provider(Protocol):
 
     def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
         """One completion, retried inside the adapter; `Err(PROVIDER_ERROR)` when it gives up."""
+
+
+@dataclass(frozen=True)
+class StreamedText:
+    """A piece of a streamed answer's text, for live display only (the log gets the whole
+    answer once, in `llm.response`)."""
+
+    text: str
+    """The new text (redacted before it reaches a sink: `HeldBack`)."""
+    attempt: int
+    """Which try of the call it belongs to: a retry starts the answer over."""
+    final: bool = False
+    """The answer is complete: nothing more comes for this call."""
+
+
+TextSink = Callable[[StreamedText], None]
+"""Who sees an answer's text as it arrives (a live trace, the live stepper)."""
+
+
+@runtime_checkable
+class Streaming(Protocol):
+    """A provider that can stream: the runtime hands it a sink for the session (kernel.py);
+    it never imports a display."""
+
+    on_text: TextSink | None
+
+
+@runtime_checkable
+class StreamWatcher(Protocol):
+    """A watcher (`Runtime.watching`) that also shows streamed text as it arrives."""
+
+    def streamed(self, piece: StreamedText) -> None:
+        """Show `piece` (redacted already)."""
+
+
+class HeldBack:
+    """A sink in front of another that redacts streamed text before passing it on. Redacting
+    piece by piece would miss a key split across two pieces, so it redacts the whole answer
+    so far and holds back its last `hold` characters and any trailing run without
+    whitespace (where a key being spelled out would be) until more text, or the end,
+    shows what they are."""
+
+    def __init__(self, redact: Callable[[str], str], sink: TextSink, hold: int = 64) -> None:
+        self.redact, self.sink, self.hold = redact, sink, hold
+        self._raw, self._shown, self._attempt = "", 0, 0
+
+    def __call__(self, piece: StreamedText) -> None:
+        if piece.attempt != self._attempt:
+            self._raw, self._shown, self._attempt = "", 0, piece.attempt
+        self._raw += piece.text
+        clean = self.redact(self._raw)
+        upto = len(clean)
+        if not piece.final:
+            run = len(clean) - len(clean.split()[-1]) if clean and not clean[-1].isspace() \
+                else len(clean)
+            upto = min(len(clean) - self.hold, run, clean.find("-----BEGIN") % (len(clean) + 1))
+        new = clean[self._shown:upto] if upto > self._shown else ""
+        self._shown = max(self._shown, upto)
+        if new or piece.final:
+            self.sink(StreamedText(new, piece.attempt, piece.final))
+        if piece.final:
+            self._raw, self._shown, self._attempt = "", 0, 0
+
+
+class LiveText:
+    """A runtime's streamed text: each session's streaming provider publishes through a
+    `HeldBack` (`attach`), whoever watches subscribes (`watching`)."""
+
+    def __init__(self) -> None:
+        self.sinks: list[TextSink] = []
+        """Called with each piece of a streamed answer's text, redacted."""
+
+    def attach(self, provider: object, redact: Callable[[str], str]) -> None:
+        """Give `provider` its sink, if it streams (`redact`: the session log's)."""
+        if isinstance(provider, Streaming):
+            held = HeldBack(redact, self._emit)
+            # nobody watching (a batch run): no redaction pass per piece
+            provider.on_text = lambda piece: held(piece) if self.sinks else None
+
+    @contextmanager
+    def watching(self, sink: TextSink | None) -> Iterator[None]:
+        """`sink` gets every piece while inside (None: nothing to add)."""
+        if sink is not None:
+            self.sinks.append(sink)
+        try:
+            yield
+        finally:
+            if sink is not None:
+                self.sinks.remove(sink)
+
+    def _emit(self, piece: StreamedText) -> None:
+        for sink in list(self.sinks):
+            sink(piece)
 
 
 MAX_RETRY_AFTER_S = 60.0
@@ -159,10 +256,22 @@ def complete_with_retries(
                 continue
             return Err(DomainError("provider", ErrorCode.PROVIDER_ERROR,
                                    f"gave up after {tries} attempt(s): {why}", retryable=retryable))
-        return Ok(CompletionResponse(resp.text, resp.tool_calls, resp.finish_reason, resp.usage,
-                                     resp.model, resp.schema_version, attempts=tries))
+        return Ok(replace(resp, attempts=tries))
 
 
-__all__ = ["MAX_RETRY_AFTER_S", "CompletionRequest", "CompletionResponse", "Provider",
-           "ProviderFault", "Usage",
-           "complete_with_retries", "redact"]
+__all__ = [
+    "MAX_RETRY_AFTER_S",
+    "CompletionRequest",
+    "CompletionResponse",
+    "HeldBack",
+    "LiveText",
+    "Provider",
+    "ProviderFault",
+    "StreamWatcher",
+    "StreamedText",
+    "Streaming",
+    "TextSink",
+    "Usage",
+    "complete_with_retries",
+    "redact",
+]

@@ -5,6 +5,10 @@ The v1 conversation maps onto `contents` (roles user/model), the system prompt o
 `systemInstruction`, tool calls onto `functionCall` parts and tool results onto
 `functionResponse` parts in a user turn. A role's output schema goes out as
 `generationConfig.responseSchema` (structured.py) unless tools are offered on that turn.
+
+Streamed: POST ...:streamGenerateContent?alt=sse; each `data:` event is a whole
+GenerateContentResponse holding the next parts (text in pieces, a functionCall whole), the
+last one with the candidate's finishReason and the usage totals.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import json
 from typing import Any
 
 from ..tools.dispatch import ToolCall
-from ._http import HttpAdapter, assistant_tool_calls, cost, tool_message
+from ._http import Assembly, HttpAdapter, assistant_tool_calls, cost, event_json, tool_message
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage
 from .structured import gemini_schema
 
@@ -41,6 +45,15 @@ class GeminiProvider(HttpAdapter):
 
     def endpoint(self, request: CompletionRequest) -> str:
         return f"{self.url}/{request.model}:generateContent"
+
+    def stream_endpoint(self, request: CompletionRequest) -> str:
+        return f"{self.url}/{request.model}:streamGenerateContent?alt=sse"
+
+    def stream_wire(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body  # the endpoint, not the body, asks for a stream
+
+    def assembly(self, request: CompletionRequest) -> Assembly:
+        return Responses()
 
     def auth_headers(self, key: str | None) -> dict[str, str]:
         return {"x-goog-api-key": key} if key else {}
@@ -74,6 +87,47 @@ class GeminiProvider(HttpAdapter):
         reason = "tool_use" if calls else FINISH.get(first.get("finishReason") or "STOP", "stop")
         return CompletionResponse(text=text, tool_calls=calls, finish_reason=reason,
                                   usage=Usage(tin, tout, cost(self.prices, tin, tout)), model=model)
+
+
+class Responses(Assembly):
+    """A streamed generateContent answer put back together: text pieces joined into one
+    part (thought text apart), other parts kept whole, the last finishReason and usage."""
+
+    def __init__(self) -> None:
+        self.head: dict[str, Any] = {}
+        self.parts: list[dict[str, Any]] = []
+        self.finish: str | None = None
+
+    def add(self, event: str, data: str) -> str:
+        doc = event_json(data)
+        if "error" in doc:
+            raise ProviderFault(f"the stream ended in an error: {doc['error']}", retryable=True)
+        for key in ("usageMetadata", "modelVersion", "promptFeedback", "responseId"):
+            if key in doc:
+                self.head[key] = doc[key]
+        if (doc.get("promptFeedback") or {}).get("blockReason"):
+            self.done = True
+        first = (doc.get("candidates") or [{}])[0]
+        if first.get("finishReason"):
+            self.finish, self.done = first["finishReason"], True
+        shown = []
+        for part in (first.get("content") or {}).get("parts") or ():
+            last = self.parts[-1] if self.parts else None
+            if set(part) <= {"text", "thought"} and last is not None and set(last) <= {"text", "thought"} \
+                    and bool(last.get("thought")) == bool(part.get("thought")):
+                last["text"] += part.get("text", "")
+            else:
+                self.parts.append(dict(part))
+            if "text" in part and not part.get("thought"):
+                shown.append(str(part["text"]))
+        return "".join(shown)
+
+    def doc(self) -> dict[str, Any]:
+        if not self.parts and self.finish is None:
+            return dict(self.head)  # a blocked prompt: no candidates, as unstreamed
+        candidate = {"content": {"role": "model", "parts": self.parts}, "index": 0,
+                     "finishReason": self.finish}
+        return {**self.head, "candidates": [candidate]}
 
 
 def _call(fc: Any, index: int, request: CompletionRequest) -> ToolCall:

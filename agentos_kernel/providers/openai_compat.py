@@ -2,8 +2,14 @@
 `local` (any OpenAI-compatible server: Ollama, llama.cpp server, vLLM; no key unless the
 profile names one) and `openai_compat` (either, by `base_url`).
 
-Plain urllib, no SDK: the wire format is small and a dependency would be the only thing in
-the kernel that needs one. Nothing but v1 values leaves this module.
+No SDK: httpx (_transport.py), the client OpenAI's SDK is built on, and the small wire
+format by hand. Nothing but v1 values leaves this module.
+
+Streamed (`stream: true`, `stream_options.include_usage`): `data:` chunks of
+`chat.completion.chunk`, each `choices[0].delta` adding `content` or pieces of
+`tool_calls` (by `index`: the id and name come first, `function.arguments` in pieces),
+`finish_reason` on the last choice chunk, then one chunk with `usage` and no choices, then
+`data: [DONE]`.
 
 The output budget: OpenAI deprecated `max_tokens` for chat completions in favour of
 `max_completion_tokens`, and its reasoning models (o-series, gpt-5*) refuse `max_tokens`
@@ -15,15 +21,12 @@ The output budget: OpenAI deprecated `max_tokens` for chat completions in favour
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..tools.dispatch import ToolCall
-from ._http import HttpAdapter, assistant_tool_calls, cost, tool_message
+from ._http import Assembly, HttpAdapter, assistant_tool_calls, cost, event_json, tool_message
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage
 from .structured import drop_optional_nulls, openai_response_format
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
@@ -63,6 +66,12 @@ class OpenAICompatProvider(HttpAdapter):
     def to_wire(self, request: CompletionRequest) -> dict[str, Any]:
         return to_wire(request, self.budget_field)
 
+    def stream_wire(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "stream": True, "stream_options": {"include_usage": True}}
+
+    def assembly(self, request: CompletionRequest) -> Assembly:
+        return Chunks()
+
     def from_wire(self, doc: dict[str, Any], request: CompletionRequest) -> CompletionResponse:
         try:
             choice = doc["choices"][0]
@@ -80,6 +89,52 @@ class OpenAICompatProvider(HttpAdapter):
                                   finish_reason=reason,
                                   usage=Usage(tin, tout, cost(self.prices, tin, tout)),
                                   model=str(doc.get("model") or request.model))
+
+
+class Chunks(Assembly):
+    """A streamed chat completion put back together (choice 0, the only one asked for)."""
+
+    def __init__(self) -> None:
+        self.head: dict[str, Any] = {}
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish: str | None = None
+
+    def add(self, event: str, data: str) -> str:
+        if data.strip() == "[DONE]":
+            self.done = True
+            return ""
+        chunk = event_json(data)
+        if "error" in chunk:  # a server that fails mid-stream says so in a chunk
+            raise ProviderFault(f"the stream ended in an error: {chunk['error']}", retryable=True)
+        for key in ("id", "model", "usage"):
+            if chunk.get(key):
+                self.head[key] = chunk[key]
+        choice = next((c for c in chunk.get("choices") or () if c.get("index", 0) == 0), None)
+        if choice is None:
+            return ""
+        if choice.get("finish_reason"):
+            self.finish = choice["finish_reason"]
+        delta = choice.get("delta") or {}
+        for piece in delta.get("tool_calls") or ():
+            call = self.calls.setdefault(int(piece.get("index", len(self.calls))),
+                                         {"type": "function", "function": {"arguments": ""}})
+            if piece.get("id"):
+                call["id"] = piece["id"]
+            fn = piece.get("function") or {}
+            if fn.get("name"):
+                call["function"]["name"] = fn["name"]
+            call["function"]["arguments"] += fn.get("arguments") or ""
+        text = delta.get("content") or ""
+        self.text.append(text)
+        return text
+
+    def doc(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        return {**self.head, "choices": [{"index": 0, "message": message,
+                                          "finish_reason": self.finish}]}
 
 
 class OpenAIProvider(OpenAICompatProvider):

@@ -27,7 +27,7 @@ ADAPTERS: dict[str, tuple[str, str]] = {
     "openai_compat": ("openai_compat", "OpenAICompatProvider"),
 }
 """The HTTP adapters by registry key: (module in providers/, class). Each is imported when a
-profile first uses it: they load http.client and ssl, which an offline class (and `import
+profile first uses it: they load httpx and ssl, which an offline class (and `import
 agentos_kernel`) never needs."""
 
 

@@ -159,8 +159,9 @@ def _complete(session: Any, agent: AgentDef, request: CompletionRequest
                                              "code": checked.error.code,
                                              "message": checked.error.message}, sent.id)
         return checked
-    log.append("llm.response", agent.role, {**resp, "role": agent.role,
-                                            "call_id": call_id, "attempts": got.value.attempts},
+    streamed = {} if got.value.chunks is None else {"chunks": got.value.chunks}
+    log.append("llm.response", agent.role, {**resp, "role": agent.role, "call_id": call_id,
+                                            "attempts": got.value.attempts, **streamed},
                sent.id)
     return got
 

@@ -5,9 +5,11 @@ Two logs are walked in lockstep while their events match (type, actor, payload, 
 volatile fields in IGNORED left out, A's session id read as B's); the first event where
 they do not is the first divergence, reported as the path that differs (`type`, `actor`,
 `payload.<field>...`, or `event` when one log ends first). After it, the rest is aligned
-by step, (role, event type), with difflib's SequenceMatcher, so an inserted event (a fork's
+by step, (role, event type, hook point), with difflib's SequenceMatcher, so an inserted event (a fork's
 `session.forked`, an extra rework round) shows as one row on one side instead of shifting
-every later pair. Per-role token and cost totals come from each log's `llm.response` events.
+every later pair. A hook.fired's hook point is part of its step: a Stop decision and a
+PreToolUse decision are two steps, never one changed one. Per-role token and cost totals
+come from each log's `llm.response` events.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ..schemas.jsondiff import MISSING, first_difference, rename_session
 if TYPE_CHECKING:
     from ..store.events import Event
 
-IGNORED = {"hook.fired": ("ms",), "llm.response": ("attempts",)}
+IGNORED = {"hook.fired": ("ms",), "llm.response": ("attempts", "chunks")}
 """Payload fields that measure the run rather than decide it (wall time, retries)."""
 
 
@@ -111,10 +113,17 @@ class EventsDiff:
 
 
 def step_of(e: Event) -> tuple[str, str]:
-    """The alignment key: (role, type); `hook:x` and `tool:x` actors count as hook and tool,
+    """The step: (role, type); `hook:x` and `tool:x` actors count as hook and tool,
     so a different handler at the same gate is a changed step, not two unrelated ones."""
     role = e.actor.split(":", 1)[0] if ":" in e.actor else e.actor
     return role, e.type
+
+
+def align_key(e: Event) -> tuple[str, str, str]:
+    """What aligns two events after the first divergence: `step_of` and, for hook.fired, the
+    hook point (a different handler at the same hook point is one changed step)."""
+    hook = e.payload.get("hook") if e.type == "hook.fired" and isinstance(e.payload, dict) else None
+    return (*step_of(e), str(hook or ""))
 
 
 def view(e: Event, rename: tuple[str, str] | None = None) -> dict[str, Any]:
@@ -142,7 +151,7 @@ def diff_events(a: list[Event], b: list[Event], rename: tuple[str, str] | None =
     else:
         first = Divergence(n + 1, "event", a[n].type if n < len(a) else MISSING,
                            b[n].type if n < len(b) else MISSING)
-    ka, kb = [step_of(e) for e in a[n:]], [step_of(e) for e in b[n:]]
+    ka, kb = [align_key(e) for e in a[n:]], [align_key(e) for e in b[n:]]
     matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import Err
 from ..hooks.human import HumanHook, Question
+from ..providers.base import StreamedText
 from ..store.events import Event
 from ..store.recorder import layer_of
 
@@ -41,8 +42,13 @@ class LiveRun:
 
     def __init__(self, rt: Any, prompt: str, *, layers: Collection[str] | None = None,
                  session_id: str | None = None, human: HumanHook | None = None,
-                 cycle: str | None = None, mode: str | None = None) -> None:
+                 cycle: str | None = None, mode: str | None = None,
+                 on_text: Callable[[str], None] | None = None) -> None:
         self.rt, self.prompt, self.session_id, self.cycle = rt, prompt, session_id, cycle
+        self.text = ""
+        """The text of the answer being streamed now (redacted), as far as it has arrived."""
+        self.on_text = on_text
+        """Called on the run's thread with `text` each time more arrives (a widget's view)."""
         self.mode = mode
         self._layers: frozenset[str] | None = None
         self.layers = layers
@@ -57,6 +63,7 @@ class LiveRun:
         self._free = False  # close(): stop pausing
         self._done = False
         self._thread: threading.Thread | None = None
+        self._attempt = 0
         if human is not None:
             previous = human.on_question
             human.on_question = self._chain(previous)
@@ -104,7 +111,7 @@ class LiveRun:
     # -- run side -------------------------------------------------------------------------
     def _main(self) -> None:
         try:
-            with self.rt.watching(self._gate, before=True):
+            with self.rt.watching(self._gate, before=True), self.rt.streaming(self._streamed):
                 if self.cycle is not None:
                     self.result = self.rt.run_cycle(self.cycle, self.prompt, session_id=self.session_id,
                                                     mode=self.mode)
@@ -117,7 +124,18 @@ class LiveRun:
                 self._done, self._pending = True, None
                 self._cond.notify_all()
 
+    def _streamed(self, piece: StreamedText) -> None:
+        if piece.attempt != self._attempt:  # a retry starts the answer over
+            self.text, self._attempt = "", piece.attempt
+        self.text += piece.text
+        if piece.final:
+            self._attempt = 0
+        if self.on_text is not None:
+            self.on_text(self.text)
+
     def _gate(self, event: Event) -> None:
+        if event.type == "llm.request":
+            self.text = ""  # a new call: the last one's text is in its llm.response
         layers = self._layers
         if layers is not None and layer_of(event) not in layers:
             return

@@ -76,6 +76,16 @@ def pg_store_of(target: str, pool_max: int = 4) -> PostgresEventStore:
     return PostgresEventStore(os.environ[env], pool_max=pool_max, owner=owner, name=f"{PG_PREFIX}{env}")
 
 
+def pg_stores_of(target: str, pool_max: int = 4) -> list[PostgresEventStore]:
+    """The stores a target of `verify` and `audit` names: `postgres:ENV[/OWNER]` (one), or
+    `postgres:ENV/*`, the whole store: one per owner the connecting role may read, sorted (an
+    instructor's role: the class). ValueError as `pg_store_of`."""
+    if not target.endswith("/*"):
+        return [pg_store_of(target, pool_max)]
+    whole = pg_store_of(target[:-2], pool_max)
+    return [pg_store_of(f"{target[:-2]}/{owner}", pool_max) for owner in whole.owners()]
+
+
 def store_of(target: str) -> EventStore:
     """The store a CLI target names: `postgres:ENV[/OWNER]`, else a folder of sessions."""
     if is_pg_target(target):

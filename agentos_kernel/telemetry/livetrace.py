@@ -1,5 +1,6 @@
-"""A trace printed while the run goes on: one line per event as it is logged, and on a
-terminal a spinner while a model call is outstanding (CLI `agentos run`, `%agent --live`)."""
+"""A trace printed while the run goes on: one line per event as it is logged, on a terminal a
+spinner while a model call is outstanding, and a streamed answer's text as it arrives
+(CLI `agentos run`, `%agent --live`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import time
 from typing import TextIO
 
+from ..providers.base import StreamedText
 from ..store.events import Event
 from ..store.recorder import EVENT_SCHEMAS, layer_of
 from .trace import summary
@@ -17,6 +19,8 @@ TYPE_WIDTH = max(len(t) for t in EVENT_SCHEMAS)
 ACTOR_WIDTH = 25  # hook:<handler> actors are the long ones (hook:deny_dangerous_tools)
 WAITING_ON = {"llm.request": "the model", "tool.invoke": "the tool"}
 """Events after which the run waits on something outside (the spinner says which)."""
+TEXT_MARK = f"{'':>4}  {'':<{TYPE_WIDTH}}  > "
+"""Where a streamed answer's text starts: under the type column, after the request's line."""
 
 
 class LiveTrace:
@@ -36,12 +40,38 @@ class LiveTrace:
         """Trace lines printed so far (the header not counted)."""
         self._stopped = False
         self._wait: tuple[threading.Event, threading.Thread] | None = None
+        self._text_attempt = 0  # the attempt whose text is being printed; 0: none open
+
+    def streamed(self, piece: StreamedText) -> None:
+        """Print a streamed answer's text as it arrives (StreamWatcher), below its request's
+        line; a retry's text starts on a line of its own."""
+        self._stop_waiting()
+        if self._stopped or (not piece.text and not piece.final):
+            return
+        try:
+            if self._text_attempt and piece.attempt != self._text_attempt:
+                print(file=self.out)
+                self._text_attempt = 0
+            if not self._text_attempt:
+                retry = f"(attempt {piece.attempt}) " if piece.attempt > 1 else ""
+                self.out.write(TEXT_MARK + retry)
+                self._text_attempt = piece.attempt
+            self.out.write(piece.text)
+            if piece.final:
+                self.out.write("\n")
+                self._text_attempt = 0
+            self.out.flush()
+        except (BrokenPipeError, ValueError):
+            self._stopped = True
 
     def __call__(self, ev: Event) -> None:
         self._stop_waiting()
         if self._stopped:
             return
         try:
+            if self._text_attempt:  # a stream that ended without its last piece (cut)
+                print(file=self.out)
+                self._text_attempt = 0
             if self.lines == 0:
                 print(header(), file=self.out, flush=True)
             print(line(ev), file=self.out, flush=True)

@@ -13,10 +13,12 @@ fix the ids but not the recorded times, and would need the ids fed to it out of 
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from .otel_records import SCHEMA_URL, capture_content
 from .otel_spans import SpanRecord, spans_of
 
 if TYPE_CHECKING:
@@ -63,8 +65,8 @@ def readable_spans(records: Iterable[SpanRecord], service_name: str = DEFAULT_SE
 
     # Resource(...) rather than Resource.create(): the SDK's version and the process's env
     # would make two exports of one log differ.
-    resource = Resource({"service.name": service_name, "service.version": __version__})
-    scope = InstrumentationScope(SCOPE, __version__)
+    resource = Resource({"service.name": service_name, "service.version": __version__}, SCHEMA_URL)
+    scope = InstrumentationScope(SCOPE, __version__, SCHEMA_URL)
     flags = TraceFlags(TraceFlags.SAMPLED)
     out = []
     for r in records:
@@ -83,11 +85,15 @@ def readable_spans(records: Iterable[SpanRecord], service_name: str = DEFAULT_SE
 def session_records(rt: Runtime, session_id: str) -> list[SpanRecord]:
     """The spans of a session, read through the runtime's event store and redacted again
     with its profile's redaction (a log from another implementation, or written before a
-    pattern was added, is cleaned on the way out too). KeyError names an unknown session."""
+    pattern was added, is cleaned on the way out too); tool arguments and results only when
+    content capture is on (capture_content). KeyError names an unknown session; ValueError
+    a bad CAPTURE_ENV value."""
     from ..store.redaction import Redactor
 
+    telemetry = rt.profile.telemetry
+    content = capture_content(telemetry.capture_content if telemetry else None, os.environ)
     redact = Redactor.of(**rt.redaction())
-    records = spans_of(rt.store.read(session_id), redact)
+    records = spans_of(rt.store.read(session_id), redact, content)
     if not records:
         raise KeyError(f"session {session_id!r} has no events to export")
     return records

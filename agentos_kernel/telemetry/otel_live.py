@@ -13,6 +13,7 @@ here raises into the session log's append.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,6 +21,7 @@ from ..config import RuntimeProfile, TelemetryConfig
 from ..errors import ContractError, Problem
 from ..store.events import Event
 from .otel import EXPORT_TIMEOUT_S, OtelUnavailable, readable_spans, require_sdk
+from .otel_records import capture_content
 from .otel_spans import SpanBuilder, SpanRecord
 
 if TYPE_CHECKING:  # the otel extra is imported on use
@@ -38,6 +40,8 @@ class LiveExport:
                  close_timeout_s: float = CLOSE_TIMEOUT_S, exporter: Any = None) -> None:
         require_sdk()
         self.telemetry = telemetry
+        self.content = capture_content(telemetry.capture_content, os.environ)
+        """Whether tool arguments and results are exported (read once, when the runtime starts)."""
         self.export_timeout_s = export_timeout_s
         self.close_timeout_s = close_timeout_s
         self._exporter = exporter
@@ -57,7 +61,8 @@ class LiveExport:
     def _feed(self, ev: Event) -> None:
         entry = self._sessions.get(ev.session_id)
         if entry is None:
-            entry = self._sessions[ev.session_id] = (SpanBuilder(), self._processor())
+            entry = self._sessions[ev.session_id] = (SpanBuilder(content=self.content),
+                                                          self._processor())
         builder, processor = entry
         records = builder.feed(ev)
         if ev.type == "session.close":
@@ -136,5 +141,5 @@ def watcher_for(config_file: str, profile: RuntimeProfile) -> LiveExport:
     assert profile.telemetry is not None
     try:
         return LiveExport(profile.telemetry)
-    except OtelUnavailable as exc:
+    except (OtelUnavailable, ValueError) as exc:  # ValueError: a bad CAPTURE_ENV value
         raise ContractError([Problem(config_file, f"profiles.{profile.name}.telemetry", str(exc))]) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import calendar
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -18,6 +19,15 @@ from typing import Any
 from ..store.events import Event, canonical
 
 AttrValue = str | bool | int | float | tuple[str, ...]
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
+"""The semantic conventions the spans follow (resource and scope `schemaUrl`): 1.41.0, the last
+release that held the GenAI conventions before they moved to their own repository."""
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The GenAI instrumentations' switch for content capture (tool call arguments and results)."""
+# Its values: the first instrumentations' true/false, and the newer modes; content is only
+# ever put on spans here, so EVENT_ONLY captures nothing.
+_CAPTURE_VALUES = {"true": True, "span_only": True, "span_and_event": True,
+                   "false": False, "no_content": False, "event_only": False}
 TURN_STATES = frozenset({"LEAD", "ADVISE", "PLAN", "WORK", "REVIEW", "REWORK"})
 MAX_TEXT = 4096
 """Longest string attribute (a payload as JSON, tool arguments); longer ones are cut, marked."""
@@ -79,6 +89,21 @@ def trace_id_of(first: Event) -> int:
     """The trace id of a session: its id and its first event (its chain when it has one)."""
     body = first.chain or hashlib.sha256(canonical(first.to_dict())).hexdigest()
     return derived_id(128, "agentos-trace", first.session_id, first.id, body)
+
+
+def capture_content(setting: bool | None, environ: Mapping[str, str]) -> bool:
+    """Whether spans carry `gen_ai.tool.call.arguments` and `.result` (content, which the
+    GenAI conventions make opt-in): the profile's `telemetry.capture_content` when it says,
+    else CAPTURE_ENV, else off. ValueError names the variable for a value it does not take."""
+    if setting is not None:
+        return setting
+    raw = environ.get(CAPTURE_ENV, "").strip()
+    if not raw:
+        return False
+    if raw.lower() not in _CAPTURE_VALUES:
+        raise ValueError(f"{CAPTURE_ENV}={raw!r} is not one of true, false, NO_CONTENT, SPAN_ONLY, "
+                         "EVENT_ONLY, SPAN_AND_EVENT; set one of them or unset it")
+    return _CAPTURE_VALUES[raw.lower()]
 
 
 def json_text(value: Any) -> str:

@@ -43,10 +43,12 @@ class SpanBuilder:
 
     `feed(event)` returns the spans that event ended (live export sends them at once);
     `finish()` ends what is still open at the last event (a log without session.close:
-    those spans get `agentos.unfinished`). `redact` is applied to every string exported."""
+    those spans get `agentos.unfinished`). `redact` is applied to every string exported;
+    tool arguments and results are exported only with `content` (capture_content)."""
 
-    def __init__(self, redact: Callable[[Any], Any] = lambda v: v) -> None:
+    def __init__(self, redact: Callable[[Any], Any] = lambda v: v, content: bool = False) -> None:
         self.redact = redact
+        self.content = content
         self.trace_id = 0
         self.session_id = ""
         self.provider, self.model = "", ""
@@ -101,8 +103,9 @@ class SpanBuilder:
             self.calls[ev.id] = self._open(ev, now, f"execute_tool {name}", "tool", self._current(), {
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
                 "gen_ai.tool.type": "function", "gen_ai.tool.call.id": str(p.get("id", "")),
-                "gen_ai.tool.call.arguments": json_text(self.redact(p.get("args"))),
                 "gen_ai.conversation.id": self.session_id})
+            if self.content:
+                self.calls[ev.id].attrs["gen_ai.tool.call.arguments"] = json_text(self.redact(p.get("args")))
         elif t == "tool.result" and ev.parent_id in self.calls:
             done.append(self._end_call(ev, p, now))
         elif t == "hook.fired":
@@ -220,11 +223,13 @@ class SpanBuilder:
                 s.attrs["agentos.usage.cost_usd"] = float(usage["cost_usd"])
             if isinstance(p.get("attempts"), int):
                 s.attrs["agentos.attempts"] = p["attempts"]
+            if isinstance(p.get("chunks"), int):  # a streamed answer (issue 23)
+                s.attrs["agentos.chunks"] = p["chunks"]
         elif ev.type == "llm.error":
             code = str(p.get("code", "PROVIDER_ERROR"))
             s.fail(code, str(self.redact(f"{code}: {p.get('message', '')}")))
         else:  # tool.result
-            if "result" in p:
+            if "result" in p and self.content:
                 s.attrs["gen_ai.tool.call.result"] = json_text(self.redact(p["result"]))
             err = p.get("error") if isinstance(p.get("error"), dict) else None
             if p.get("ok") is False:
@@ -277,9 +282,10 @@ class SpanBuilder:
         return done
 
 
-def spans_of(events: Iterable[Event], redact: Callable[[Any], Any] = lambda v: v) -> list[SpanRecord]:
+def spans_of(events: Iterable[Event], redact: Callable[[Any], Any] = lambda v: v,
+             content: bool = False) -> list[SpanRecord]:
     """Every span of a session's events (a log cut short ends at its last event)."""
-    builder = SpanBuilder(redact)
+    builder = SpanBuilder(redact, content)
     out: list[SpanRecord] = []
     for ev in events:
         out += builder.feed(ev)

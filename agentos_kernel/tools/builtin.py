@@ -176,15 +176,21 @@ def _inside(link: Path, root: Path) -> bool:
     return real.is_relative_to(root)
 
 
+# What each builtin declares about its effects (served to MCP clients as `annotations`): all
+# four stay inside the workspace (open_world False); write_file replaces a file's content, and
+# the same call again changes nothing more (its claim's expected_hash no longer matches).
 BUILTIN_TOOLS = (
     ToolDef("echo", "tool_echo_in_v1", "tool_echo_out_v1", echo, "Return the given text unchanged.",
-            confined=True),
+            confined=True, read_only=True, open_world=False, title="Echo"),
     ToolDef("read_file", "tool_read_file_in_v1", "tool_read_file_out_v1", read_file,
-            "Read a UTF-8 file inside the workspace; returns content and sha256.", confined=True),
+            "Read a UTF-8 file inside the workspace; returns content and sha256.", confined=True,
+            read_only=True, open_world=False, title="Read a workspace file"),
     ToolDef("write_file", "tool_write_file_in_v1", "tool_write_file_out_v1", write_file,
             "Write a file inside the workspace's writable folders (notes/ by default) under a "
             "write_claim_v1 whose expected_hash is the sha256 of the current content.",
-            confined=True),
+            confined=True, destructive=True, idempotent=True, open_world=False,
+            title="Write a workspace file"),
     ToolDef("list_dir", "tool_list_dir_in_v1", "tool_list_dir_out_v1", list_dir,
-            "List a directory inside the workspace.", confined=True),
+            "List a directory inside the workspace.", confined=True, read_only=True,
+            open_world=False, title="List a workspace directory"),
 )

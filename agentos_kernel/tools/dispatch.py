@@ -59,7 +59,20 @@ class ToolDef:
     path_args: tuple[str, ...] = ()
     """Argument names its input schema marks as paths, beyond the usual names (path_args.py)."""
     read_only: bool = False
-    """The tool only reads (an MCP server's readOnlyHint): its paths are not checked."""
+    """The tool only reads (MCP's readOnlyHint): a tool that does its own I/O is then not
+    path-checked. Served to MCP clients (`agentos mcp serve`) with the four below."""
+    destructive: bool | None = None
+    """It may overwrite or delete (MCP's destructiveHint; None: not said, which MCP reads as
+    true). Meaningful only when not read_only."""
+    idempotent: bool | None = None
+    """The same call again has no further effect (MCP's idempotentHint; None: not said)."""
+    open_world: bool | None = None
+    """It reaches beyond the workspace, e.g. the web (MCP's openWorldHint; None: not said)."""
+    title: str = ""
+    """A human-readable name for a client's UI (MCP's annotations.title); "" for none."""
+    structured_out: str = ""
+    """Schema id of the `structuredContent` of its MCP result, for a bridged tool whose server
+    declares an outputSchema ("" otherwise: then schema_out describes the result itself)."""
 
 
 @dataclass(frozen=True)

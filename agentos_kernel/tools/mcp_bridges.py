@@ -5,10 +5,12 @@ Each server tool becomes a `ToolDef` named `<server>__<tool>`, so a skill lists 
 `__`, not `.`, because the name is sent to the model as the tool name and the providers'
 tool-name rules (Anthropic, OpenAI: `^[a-zA-Z0-9_-]{1,64}$`) reject dots. Each tool's
 `inputSchema` is registered as schema `mcp_<server>__<tool>_in` (step 3 rejects bad
-arguments before the server sees them); every result is checked against the generic
-`mcp_tool_result_v1`. A bridged tool does its own I/O, so dispatch checks its path arguments
-(path_args.py: named `path`, `file`, ..., or marked so by its schema) against the contracts
-before the call, unless the server marks it read-only (`readOnlyHint`).
+arguments before the server sees them), its `outputSchema`, if any, as `..._out`; every result
+is checked against the generic `mcp_tool_result_v1`. Its `annotations` become the ToolDef's
+hints, so `agentos mcp serve` passes both on as the server declared them. A bridged tool
+does its own I/O, so dispatch checks its path arguments (path_args.py: named `path`, `file`,
+..., or marked so by its schema) against the contracts before the call, unless the server
+marks it read-only (`readOnlyHint`).
 
 `BridgedTools` owns the bridges. When a server's tool list changes (`tools/list_changed`),
 `refresh()` rebuilds the registry and schemas; the Runtime applies it when a session opens,
@@ -125,12 +127,18 @@ def tool_defs(bridge: McpBridge, tools: list[types.Tool]
         # The declared dialect is dropped so it is checked as draft 2020-12 like every schema
         # here; the keywords tool schemas use mean the same in draft-07.
         docs[sid] = {k: v for k, v in tool.input_schema.items() if k != "$schema"}
+        out_sid = ""
+        if tool.output_schema is not None:  # re-served as it came (`agentos mcp serve`)
+            out_sid = f"{sid[:-3]}_out"
+            docs[out_sid] = {k: v for k, v in tool.output_schema.items() if k != "$schema"}
         summary = (tool.description or "").strip().splitlines()
-        hints = tool.annotations
+        hints = tool.annotations or types.ToolAnnotations()
         defs.append(ToolDef(name, sid, RESULT_SCHEMA, _invoker(bridge, tool.name),
                             summary[0] if summary else f"MCP tool {tool.name} of server {server}",
                             path_args=schema_path_args(docs[sid]),
-                            read_only=bool(hints is not None and hints.read_only_hint)))
+                            read_only=bool(hints.read_only_hint), destructive=hints.destructive_hint,
+                            idempotent=hints.idempotent_hint, open_world=hints.open_world_hint,
+                            title=hints.title or tool.title or "", structured_out=out_sid))
     if problems:
         raise ContractError(problems)
     return defs, docs

@@ -4,8 +4,10 @@ Every `tools/call` goes through `dispatch_tool`'s nine steps (registry, scope, s
 PreToolUse, tool.invoke, the call, tool.result, PostToolUse, schema_out), so an MCP client
 (an IDE, a desktop assistant, another agent) gets the same gates and the same log as the
 Worker role. A refusal (a hook's deny, a schema violation, a tool error) reaches the client
-as a `CallToolResult` with `isError: true` whose text is `<CODE>: <message>`. Each result is
-redacted before it is sent, like the log's copy (`--redact`, OUTBOUND).
+as a `CallToolResult` with `isError: true` whose text is `<CODE>: <message>`; a tool that is
+not served is a JSON-RPC error (-32602, as MCP's Error Handling prescribes). Each result is
+redacted before it is sent, like the log's copy (`--redact`, OUTBOUND). tools/list gives each
+tool's outputSchema (its structuredContent's) and annotations (ToolDef's hints).
 
 One server run is one session: `session.start` (actor `mcp-client`) is logged when the
 server starts, before the client connects, and `session.close` when the client hangs up
@@ -27,15 +29,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp import types
+from mcp import MCPError, types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from .. import __version__
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
+from ..schemas.registry import SchemaRegistry
 from ..store.redaction import PII_CATEGORIES, Redactor
 from .builtin import BUILTIN_TOOLS
-from .dispatch import SERVED_ACTOR, ToolCall, dispatch_tool
+from .dispatch import SERVED_ACTOR, ToolCall, ToolDef, dispatch_tool
 from .mcp_client import RESULT_SCHEMA
 
 if TYPE_CHECKING:  # the server is handed a runtime (cli/mcp.py); L1 never imports the layers above
@@ -84,17 +87,15 @@ class ServedTools:
         return True
 
     def tools(self) -> list[types.Tool]:
-        """The MCP tool list: name, description and the resolved input schema of each."""
+        """The MCP tool list: name, description, the resolved input and output schemas and
+        the annotations each ToolDef declares."""
         self.refresh()
-        out = []
-        for name in self.names:
-            tool = self.rt.tools[name]
-            out.append(types.Tool(name=name, description=tool.description or None,
-                                  input_schema=self.rt.schemas.resolved(tool.schema_in)))
-        return out
+        return [served_tool(self.rt.tools[name], self.rt.schemas) for name in self.names]
 
     def call(self, name: str, args: Any) -> types.CallToolResult:
-        """One tools/call through dispatch_tool (synchronous: the SessionLog has one writer)."""
+        """One tools/call through dispatch_tool (synchronous: the SessionLog has one writer).
+        A tool that is not served is logged like any refusal, then raised as the JSON-RPC
+        error MCP prescribes for an unknown tool (INVALID_PARAMS), not sent as a result."""
         self.refresh()
         self.calls += 1
         result = dispatch_tool(ToolCall(f"m{self.calls}", name, args), tools=self.rt.tools,
@@ -103,13 +104,16 @@ class ServedTools:
                                actor=SERVED_ACTOR)
         if isinstance(result, Err):
             self.refused += 1
+            if result.error.code in (ErrorCode.TOOL_NOT_FOUND, ErrorCode.TOOL_NOT_ALLOWED):
+                raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
             if result.error.code == ErrorCode.SCHEMA_INVALID:
                 # dispatch_tool logged only the schema.violation; the Worker path records its
                 # refusal as the error handed back to the model, here it is handed to the
                 # client, and the log says so (else the violation looks accepted)
                 result = self.session.log.fail(result.error, layer="L7", actor=SERVED_ACTOR)
-        out = to_call_result(result, self.rt.tools.find(name) is not None
-                             and self.rt.tools[name].schema_out == RESULT_SCHEMA)
+        tool = self.rt.tools[name]
+        out = to_call_result(result, bridged=tool.schema_out == RESULT_SCHEMA,
+                             wrapped=_wrapped(tool, self.rt.schemas))
         return outbound(out, self.redact, self.session.log.redact)
 
     def summary(self) -> str:
@@ -134,10 +138,38 @@ def outbound(result: types.CallToolResult, mode: str, log_redact: Redactor) -> t
                                                                         exclude_none=True)))
 
 
-def to_call_result(result: Result[Any], bridged: bool) -> types.CallToolResult:
+def served_tool(tool: ToolDef, schemas: SchemaRegistry) -> types.Tool:
+    """`tool` as an MCP client sees it in tools/list. outputSchema: the schema of its
+    structuredContent, every `$ref` inlined (a client validates against it alone); a bridged
+    tool's is its server's own, and MCP (to 2025-11-25) wants an object at the root, so a
+    schema_out that is not one is wrapped as `{"result": ...}`, as the SDK's MCPServer does."""
+    if tool.schema_out == RESULT_SCHEMA:
+        output = schemas.resolved(tool.structured_out) if tool.structured_out else None
+    elif _wrapped(tool, schemas):
+        output = {"type": "object", "required": ["result"], "additionalProperties": False,
+                  "properties": {"result": schemas.resolved(tool.schema_out)},
+                  "description": f"The result of {tool.name} ({tool.schema_out}, not a JSON "
+                                 "object) under the key `result`."}
+    else:
+        output = schemas.resolved(tool.schema_out)
+    hints = types.ToolAnnotations(title=tool.title or None, read_only_hint=tool.read_only or None,
+                                  destructive_hint=tool.destructive,
+                                  idempotent_hint=tool.idempotent, open_world_hint=tool.open_world)
+    said = hints.model_dump(exclude_none=True)
+    return types.Tool(name=tool.name, description=tool.description or None,
+                      input_schema=schemas.resolved(tool.schema_in), output_schema=output,
+                      annotations=hints if said else None)
+
+
+def _wrapped(tool: ToolDef, schemas: SchemaRegistry) -> bool:
+    """True when the tool's result is not described as an object (see served_tool)."""
+    return tool.schema_out != RESULT_SCHEMA and schemas.resolved(tool.schema_out).get("type") != "object"
+
+
+def to_call_result(result: Result[Any], bridged: bool, wrapped: bool = False) -> types.CallToolResult:
     """A dispatch result as MCP's CallToolResult: an Err is `isError` with `CODE: message`;
     a bridged tool's result (already a CallToolResult payload) passes through; any other
-    value is its JSON as text, and as structuredContent when it is an object."""
+    value is its JSON as text and its structuredContent (under `result` when `wrapped`)."""
     if isinstance(result, Err):
         err = result.error
         return types.CallToolResult(
@@ -148,7 +180,7 @@ def to_call_result(result: Result[Any], bridged: bool) -> types.CallToolResult:
         return types.CallToolResult.model_validate(value)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(value, ensure_ascii=False))],
-        structured_content=value if isinstance(value, dict) else None)
+        structured_content={"result": value} if wrapped else value)
 
 
 def serve_stdio(rt: Runtime, session_id: str | None = None, *,
@@ -198,5 +230,5 @@ async def _serve(served: ServedTools) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-__all__ = ["OUTBOUND", "SERVED_ACTOR", "ServedTools", "outbound", "serve_stdio",
+__all__ = ["OUTBOUND", "SERVED_ACTOR", "ServedTools", "outbound", "serve_stdio", "served_tool",
            "served_tool_names", "to_call_result"]

@@ -105,6 +105,16 @@ def _gemini() -> ProviderUnderTest:
     return _http(build, 503)
 
 
+def _streamed(cls: type[AnthropicProvider | OpenAIProvider | GeminiProvider], path: str,
+              status: int) -> Callable[[], ProviderUnderTest]:
+    """The same adapter asking for its answer as a stream (the loopback server streams it)."""
+    def build(url: str, sleep: Callable[[float], None]) -> Provider:
+        return _Keyed(cls("scripted-1", base_url=url + path, max_retries=2, sleep=sleep,
+                          api_key_env=TEST_KEY_ENV, stream=True))
+
+    return lambda: _http(build, status)
+
+
 def _local() -> ProviderUnderTest:
     return _http(lambda url, sleep: LocalProvider("scripted-1", base_url=url + "/v1",
                                                   max_retries=2, sleep=sleep), 500)
@@ -154,6 +164,9 @@ PROVIDERS: dict[str, Callable[[], ProviderUnderTest]] = {
     "gemini": _gemini,
     "local": _local,
     "cassette": _cassette,
+    "anthropic_streamed": _streamed(AnthropicProvider, "", 529),
+    "openai_streamed": _streamed(OpenAIProvider, "/v1", 429),
+    "gemini_streamed": _streamed(GeminiProvider, "", 503),
 }
 
 

@@ -119,13 +119,13 @@ def test_cost_tables_from_the_light_read_equal_the_events_frame(ws: Path) -> Non
 
 def test_a_long_cost_figure_has_no_label_per_call(long_ws: Path, calls: Counter[str]) -> None:
     fig = cost_figure("long", workspace=long_ws)
-    per_role, running = fig.data["per_role"], fig.data["cumulative"]
+    per_role, running = cost_by_role(fig.data), fig.data
     assert len(running) > 1000
     assert calls["annotate"] == len(per_role)  # the per-role costs only
     assert calls["scatter"] == 0 and calls["step"] == 1
     assert len(fig.svg) < 100_000
     window = cost_figure("long", workspace=long_ws, window=(5001, 5064))
-    assert window.data["cumulative"]["seq"].between(5001, 5064).all()
+    assert window.data["seq"].between(5001, 5064).all()
     assert "cumulative cost, events 5,001-5,064" in window.svg
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from IPython.core.error import UsageError
 
@@ -81,8 +83,21 @@ def test_logdiff_widget_is_driven_like_a_student_would(ip) -> None:
     assert 'class="agentos-diff-same"' not in w.table.value
     w.changes_only.value = False
     assert 'class="agentos-diff-same"' in w.table.value
-    w.step.value = 0  # both logs' session.start, side by side
-    assert w.row.kind == "same" and w.detail.value.count("#1 session.start") == 2
+    # the slider counts steps from 1, as its caption does (class-day defect, issue 22)
+    assert (w.step.min, w.step.max) == (1, len(w.diff.rows))
+    assert f"step {w.step.value} of {len(w.diff.rows)}: only_b · the first divergence" in w.detail.value
+    w.step.value = 1  # both logs' session.start, side by side
+    assert w.row is w.diff.rows[0] and w.detail.value.count("#1 session.start") == 2
+    assert f"step 1 of {len(w.diff.rows)}: same</b>" in w.detail.value
+    w.step.value = len(w.diff.rows)  # the last step is reachable, and is the last row
+    assert w.row is w.diff.rows[-1] and w.row.kind != "only_a"
+    w.step.value = 7  # the lead's llm.request: prompts shown as text, not JSON-escaped
+    assert w.row.a.type == "llm.request"
+    pane = html.unescape(w.detail.value)
+    assert "\\n" not in pane and '\\"' not in pane
+    assert "Return JSON:\n      {\n        \"intent\": " in pane  # the system prompt's own lines
+    assert 'When a user prompt contains "greet", "hello"' in pane  # a JSON input's string, as text
+    assert "&lt;one-sentence statement" in w.detail.value  # still escaped for HTML
     w.first_button.click()
-    assert w.step.value == w.diff.first_row
+    assert w.row is w.diff.rows[w.diff.first_row] and w.step.value == w.diff.first_row + 1
     assert "Δ tokens" in w.usage.value and ">worker<" in w.usage.value

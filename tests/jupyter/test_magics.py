@@ -98,10 +98,10 @@ def test_events_is_a_dataframe_that_filters(ip) -> None:
     ip.run_line_magic("agent", CANONICAL)
     frame = ip.run_line_magic("events", "s0001")
     assert list(frame.columns) == ["seq", "ts", "type", "layer", "actor", "role", "parent", "tokens_in",
-                                   "tokens_out", "cost_usd", "duration_ms"]
+                                   "tokens_out", "cost_usd", "duration_ms", "hook", "decision"]
     assert len(frame) == 32
-    hooks = ip.run_line_magic("events", "s0001 --type hook.fired")
-    assert set(hooks["type"]) == {"hook.fired"} and len(hooks) == 7
+    hooks = ip.run_line_magic("events", "s0001 --type hook.fired")  # on a categorical column
+    assert set(hooks["type"]) == {"hook.fired"} and len(hooks) == 7 and hooks["hook"].notna().all()
     tools = ip.run_line_magic("events", "s0001 --layer L1")
     assert list(tools["type"]) == ["tool.invoke", "tool.result"]
     assert list(ip.run_line_magic("events", "s0001 --type tool")["seq"]) == [19, 20]
@@ -153,6 +153,24 @@ def test_the_shell_shows_one_line_and_no_traceback(ip, capsys: pytest.CaptureFix
     assert err == "UsageError: %replay: no session 's0099' in this workspace (sessions: none yet; " \
                   "run %agent first)\n"
     assert "Traceback" not in out + err
+
+
+def test_an_unknown_id_lists_the_latest_sessions_and_how_many_more(ip, ws: Path) -> None:
+    """Class-day defect (issue 22): `%replay s9999` listed 8 ids as if they were all."""
+    import shutil
+
+    ip.run_line_magic("agent", CANONICAL)
+    for n in range(2, 21):
+        shutil.copytree(ws / "sessions" / "s0001", ws / "sessions" / f"s{n:04d}")
+    with pytest.raises(UsageError) as caught:
+        ip.run_line_magic("replay", "s9999")
+    assert str(caught.value) == ("%replay: no session 's9999' in this workspace (sessions: s0013, s0014, "
+                                 "s0015, s0016, s0017, s0018, s0019, s0020 and 12 more)")
+    shutil.rmtree(ws / "sessions" / "s0020")
+    for n in range(9, 20):
+        shutil.rmtree(ws / "sessions" / f"s{n:04d}")
+    with pytest.raises(UsageError, match=r"\(sessions: s0001, .*, s0008\)$"):  # 8: all, no "more"
+        ip.run_line_magic("replay", "s9999")
 
 
 def test_help_prints_usage_and_runs_nothing(ip, ws: Path, capsys: pytest.CaptureFixture[str]) -> None:

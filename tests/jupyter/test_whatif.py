@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from matplotlib.figure import Figure
 
 from agentos_kernel.jupyter import WorkbenchError, cost_whatif, run_agent
 from agentos_kernel.providers.pricing import RECORDED, reprice
@@ -50,9 +51,23 @@ def test_cost_whatif_shows_both_side_by_side_and_runs_nothing(run, ws: Path) -> 
     svg = w._repr_svg_()
     assert svg.startswith("<?xml") and "Claude Haiku 4.5" in svg and "session total" in svg
     assert cost_whatif(run, prices={"Claude Sonnet 5": SONNET, "Claude Haiku 4.5": HAIKU}).svg == svg
-    frame = w.frame()
+    assert isinstance(w, Figure)
+    frame = w.data
     assert list(frame.index) == ["lead", "planner", "worker", "reviewer"]
-    assert "usd Claude Haiku 4.5" in frame.columns
+    assert list(frame.columns) == ["calls", "tokens_in", "tokens_out", "usd recorded", "usd Claude Sonnet 5",
+                                   "usd Claude Haiku 4.5"]
+    assert frame["usd Claude Haiku 4.5"].sum() == pytest.approx(w.total("Claude Haiku 4.5"))
+
+
+def test_cost_whatif_draws_into_two_axes_of_the_callers(run) -> None:
+    mine = Figure()
+    left, right = mine.subplots(1, 2)
+    out = cost_whatif(run, prices=HAIKU, ax=(left, right))
+    assert out is mine and left.get_title() == "s0001: cost per role, same tokens"
+    assert right.get_title() == "session total" and len(right.patches) == 2
+    assert list(out.data.columns)[-2:] == ["usd recorded", "usd what-if"]  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match=r"cost_whatif draws two panels"):
+        cost_whatif(run, prices=HAIKU, ax=left)
 
 
 def test_prices_as_one_table_or_a_profile(run) -> None:

@@ -39,7 +39,14 @@ def test_stepper_is_a_container_that_starts_at_the_first_event(run) -> None:
     assert "#1 session.start" in text(s.event_view.value)
     assert "event 1 of 32" in text(s.position.value)
     assert repr(s) == "LayerStepper(s0001: event 1 of 32, session.start, layer L4)"
-    assert "tools_invoked" not in text(s.snapshot_view.value)  # empty fields are hidden
+    # what the state is, not `state null`; the empty fields named in one row, not hidden
+    snap = text(s.snapshot_view.value)
+    assert "state none yet: no agent.transition so far" in snap and "null" not in snap
+    empty = re.search(r"false, 0 or empty so far (.*)$", snap)
+    assert empty and "tools_invoked" in empty.group(1).split(", ")
+    assert snap.count("tools_invoked") == 1
+    s.go(6)  # the lead's first transition
+    assert re.search(r'state "LEAD"', text(s.snapshot_view.value))
     s.go(19)
     assert 'tools_invoked [{"args": {"text": "Hello, Ada!"}, "id": "t1", "name": "echo"}]' in \
         text(s.snapshot_view.value)

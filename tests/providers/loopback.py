@@ -11,6 +11,7 @@ Nothing here reaches anything but 127.0.0.1; the number of requests served is bo
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -19,9 +20,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
 from agentos_kernel import Ok
 from agentos_kernel.providers.base import CompletionRequest, CompletionResponse
 from agentos_kernel.providers.scripted import ScriptedProvider
+
+from . import sse
 
 MAX_REQUESTS = 500  # a retry loop that never ends fails the test instead of hanging it
 
@@ -45,6 +50,14 @@ class Reply:
     hang_up: bool = False
     """Close the connection after this answer without saying so (an idle keep-alive
     connection the server dropped): the client finds out on its next request."""
+    cut_after: int | None = None
+    """Streamed: send this many events, then drop the connection mid-stream."""
+    stop_after: int | None = None
+    """Streamed: send this many events, then end the stream cleanly (its last event unsent)."""
+    frames: list[bytes] | None = None
+    """Streamed: send these frames as they are instead of the body's."""
+    event_delay_s: float = 0.0
+    """Streamed: wait this long before each event (a model thinking aloud)."""
 
 
 @dataclass(frozen=True)
@@ -100,8 +113,9 @@ class Loopback:
                 return 400, {"type": "error", "error": {"type": "invalid_request_error",
                                                         "message": problem}}
             return 200, anthropic_answer(body)
-        if path.endswith(":generateContent"):
-            return 200, gemini_answer(body, path.rsplit("/", 1)[-1].split(":")[0])
+        route = path.split("?", 1)[0]
+        if route.endswith((":generateContent", ":streamGenerateContent")):
+            return 200, gemini_answer(body, route.rsplit("/", 1)[-1].split(":")[0])
         return 404, {"error": f"no route {path}"}
 
 
@@ -126,6 +140,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         raw = reply.body
+        if (body.get("stream") or ":streamGenerateContent" in self.path) and reply.status == 200 \
+                and isinstance(raw, dict):
+            frames = reply.frames if reply.frames is not None else sse.frames(self.path, raw)
+            self._stream(reply, frames[:reply.stop_after])
+            return
         data = raw if isinstance(raw, bytes) else json.dumps(raw).encode("utf-8")
         self.send_response(reply.status)
         self.send_header("content-type", "application/json")
@@ -151,6 +170,27 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up first (a timeout under test): nothing to answer
 
+    def _stream(self, reply: Reply, frames: list[bytes]) -> None:
+        """Send `frames` as a chunked text/event-stream, as the APIs do (or cut it)."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        try:
+            for i, frame in enumerate(frames):
+                if reply.cut_after is not None and i == reply.cut_after:
+                    self.wfile.flush()
+                    self.close_connection = True  # no last chunk: the stream was cut
+                    return
+                time.sleep(reply.event_delay_s)
+                self.wfile.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep pytest output clean
 
@@ -161,9 +201,14 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def loopback_server() -> Iterator[Loopback]:
+def loopback_server(tls: ssl.SSLContext | None = None) -> Iterator[Loopback]:
+    """The server, on plain HTTP or, given a server-side `tls` context, on HTTPS."""
     server = _Server(("127.0.0.1", 0), _Handler)
-    server.loopback = Loopback(f"http://127.0.0.1:{server.server_address[1]}")
+    scheme = "http"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    server.loopback = Loopback(f"{scheme}://127.0.0.1:{server.server_address[1]}")
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               daemon=True)
     thread.start()
@@ -173,6 +218,13 @@ def loopback_server() -> Iterator[Loopback]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture(name="server")
+def server_fixture() -> Iterator[Loopback]:
+    """The server for one test, as the fixture `server` (a test module imports it to use it)."""
+    with loopback_server() as srv:
+        yield srv
 
 
 # -- the model behind the server: wire -> v1 -> scripted -> wire ---------------------------------

@@ -17,7 +17,9 @@ from .loopback import Loopback, loopback_server
 from .wire import KEY_ENV, REAL, add_real_profile
 
 PATHS = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions",
-         "local": "/v1/chat/completions", "gemini": "/v1beta/models/scripted-1:generateContent"}
+         "local": "/v1/chat/completions",
+         "gemini": "/v1beta/models/scripted-1:streamGenerateContent?alt=sse"}
+"""Where each adapter posts; profiles stream by default (gemini names it in the path)."""
 
 
 @pytest.fixture

@@ -1,14 +1,17 @@
-"""The adapters' transport (issue 10): one kept-alive connection reused across calls, a
-connection the server dropped while idle replaced without costing an attempt, and a short
-connect timeout beside the profile's read timeout."""
+"""The adapters' transport (issue 10, on httpx since issue 23): one kept-alive connection
+reused across calls, a connection the server dropped while idle replaced without costing an
+attempt, a short connect timeout beside the profile's read timeout, and the environment's
+proxy honoured (httpx's trust_env)."""
 
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trustme
 
 from agentos_kernel import Ok, Runtime
 from agentos_kernel.providers._transport import CONNECT_TIMEOUT_S
@@ -62,13 +65,12 @@ def test_a_connection_dropped_while_idle_is_replaced_without_an_attempt(server: 
 def test_connect_timeout_is_short_and_read_timeout_is_the_profiles(server: Loopback) -> None:
     provider = LocalProvider("scripted-1", base_url=server.url + "/v1", timeout_s=90.0)
     assert isinstance(provider.complete(HELLO), Ok)
-    (conn,) = provider.connections._held().values()
-    assert conn.timeout == CONNECT_TIMEOUT_S < 90.0
-    assert conn.sock.gettimeout() == 90.0
+    split = provider.http.timeout
+    assert split.connect == CONNECT_TIMEOUT_S < 90.0
+    assert split.read == split.write == split.pool == 90.0
     short = LocalProvider("scripted-1", base_url=server.url + "/v1", timeout_s=2.0)
-    assert isinstance(short.complete(HELLO), Ok)
-    (conn,) = short.connections._held().values()
-    assert conn.timeout == 2.0  # never longer than the call may take
+    assert short.http.timeout.connect == 2.0  # never longer than the call may take
+
 
 
 def test_the_environments_http_proxy_is_used(server: Loopback, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,13 +85,32 @@ def test_the_environments_http_proxy_is_used(server: Loopback, monkeypatch: pyte
     assert server.requests[0].headers["host"] == "models.invalid"
 
 
+def test_https_trusts_the_ca_bundle_the_environment_names(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    ca = trustme.CA()  # a CA of this test's own: no system store trusts it
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(tls)
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    with loopback_server(tls) as srv:
+        monkeypatch.setenv("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")
+        distrusted = LocalProvider("scripted-1", base_url=srv.url + "/v1", max_retries=0)
+        refused = distrusted.complete(HELLO)
+        assert not isinstance(refused, Ok) and "CERTIFICATE_VERIFY_FAILED" in refused.error.message
+        monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+        trusted = LocalProvider("scripted-1", base_url=srv.url + "/v1", max_retries=0)
+        assert isinstance(trusted.complete(HELLO), Ok)
+        assert srv.url.startswith("https://") and len(srv.requests) == 1
+
+
 def test_a_session_closes_its_adapters_connections(workspace: Path, server: Loopback) -> None:
     rt = Runtime.from_workspace(workspace, profile=add_real_profile(workspace, "local", server.url))
     session = rt.start_session(CANONICAL)
     with rt.guarded(session):
         assert isinstance(session.provider.complete(HELLO), Ok)
-        assert session.provider.connections._held()  # kept while the session runs
-    assert not session.provider.connections._held()
+        http = session.provider.http  # kept while the session runs
+        assert not http.is_closed
+    assert http.is_closed and session.provider._http is None
 
 
 def test_backoff_is_jittered_and_retry_after_still_wins(server: Loopback) -> None:

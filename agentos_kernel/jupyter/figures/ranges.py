@@ -20,6 +20,7 @@ from ...roles.agents import ROLES
 from ...store.events import Event
 from ...store.recorder import layer_for
 from ...store.replay.logview import LogEvents
+from ..dtypes import EVENT_TYPES, LAYERS, ROLE_NAMES, categorical
 from ..layers import FAILURE_TYPES
 
 TIMELINE_MAX_POINTS = 2000
@@ -78,7 +79,8 @@ def _fields(events: Sequence[Event], lo: int, hi: int) -> Iterator[tuple[Any, ..
 
 
 def timeline_range(events: Sequence[Event], window: Window, links: bool = True) -> pd.DataFrame:
-    """One row per event in `window`: seq, actor, layer, type, failed, parent (the parent's
+    """One row per event in `window`: seq, actor, layer and type (categorical, as in
+    events_frame), failed, parent (the parent's
     seq when the parent is inside the window, else <NA>; all <NA> without `links`, which
     lets a canonical log be read without parsing its lines)."""
     lo, hi = window
@@ -100,7 +102,8 @@ def timeline_range(events: Sequence[Event], window: Window, links: bool = True) 
             layers.append(layer_for(type_, payload))
             types.append(type_)
             parents.append(seq_of.get(parent_id) if parent_id and links else None)
-    frame = pd.DataFrame({"seq": seqs, "actor": actors, "layer": layers, "type": types})
+    frame = pd.DataFrame({"seq": seqs, "actor": actors, "layer": categorical(layers, LAYERS),
+                          "type": categorical(types, EVENT_TYPES)})
     frame["failed"] = frame["type"].isin(FAILURE_TYPES)
     frame["parent"] = pd.array(parents, dtype="Int64")
     return frame
@@ -147,7 +150,8 @@ def bands(table: pd.DataFrame) -> dict[str, list[tuple[int, int, float]]]:
 
 def llm_calls(events: Sequence[Event], window: Window) -> pd.DataFrame:
     """The llm.response events in `window` as the rows `cost_by_role` and `cumulative_cost`
-    read: seq, type, role, tokens_in, tokens_out, cost_usd (the same values events_frame has)."""
+    read: seq, type, role, tokens_in, tokens_out, cost_usd (the same values and dtypes
+    events_frame has: role NA when the call names none)."""
     lo, hi = window
     role_actor: dict[str, str] = {}  # ids of events by a role: a response's parent names its role
     rows = []
@@ -166,10 +170,13 @@ def llm_calls(events: Sequence[Event], window: Window) -> pd.DataFrame:
         p = payload if isinstance(payload, dict) else {}
         usage = p.get("usage", {})
         role = p["role"] if isinstance(p.get("role"), str) else actor if actor in ROLES \
-            else role_actor.get(parent_id or "", "")
+            else role_actor.get(parent_id or "")
         rows.append((seq, type_, role, int(usage.get("input_tokens", 0)),
                      int(usage.get("output_tokens", 0)), float(usage.get("cost_usd", 0.0))))
-    return pd.DataFrame(rows, columns=["seq", "type", "role", "tokens_in", "tokens_out", "cost_usd"])
+    frame = pd.DataFrame(rows, columns=["seq", "type", "role", "tokens_in", "tokens_out", "cost_usd"])
+    frame["type"] = categorical(frame["type"], EVENT_TYPES)
+    frame["role"] = categorical(frame["role"], ROLE_NAMES)
+    return frame
 
 
 def thinned_steps(running: pd.DataFrame, window: Window, bins: int) -> pd.DataFrame:

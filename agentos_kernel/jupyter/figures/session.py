@@ -1,32 +1,25 @@
-"""Pictures of a session: a timeline by actor lane, tokens and cost per role (and cumulative),
-and the L8 phase graph. matplotlib, drawn from the tables in frames.py.
-
-Figures are returned as SVG with deterministic bytes (fixed hash salt and id, no Date or
-Creator metadata, text kept as text), because nbval compares `image/svg+xml` but silently
-skips PNG. The x axis is the event's position in the log, never a clock. pyplot is not used:
-a bare Figure is never shown twice by the inline backend and holds no global state.
+"""Pictures of a session: a timeline by actor lane, and tokens and cost per role (and
+cumulative); the L8 phase graph is in phases.py. matplotlib, drawn from the tables in frames.py
+and ranges.py, into a new WorkbenchFigure or the caller's Axes (`ax=`; canvas.py). The x axis
+is the event's position in the log, never a clock.
 """
 
 from __future__ import annotations
 
-import io
 import math
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from ...roles.agents import ROLES
-from ...store.events import Event
 from ..frames import cost_by_role, cumulative_cost
 from ..layers import LAYER_COLORS, LAYER_NAMES
-from ..source import load_session, open_session
+from ..source import open_session
+from .canvas import axes_for, finish, one_axes, panels_for, two_axes
 from .ranges import (
     COST_MAX_LABELS,
     TIMELINE_BINS,
@@ -42,39 +35,6 @@ from .ranges import (
 _FAIL = "#cf222e"
 
 
-@dataclass(frozen=True)
-class SvgFigure:
-    """A rendered figure: shown as SVG, with the table it was drawn from."""
-
-    title: str
-    """What it shows."""
-    svg: str
-    """The SVG document (deterministic bytes for the same data)."""
-    data: Any = field(default=None, repr=False, compare=False)
-    """The table or value behind the picture (what the pytest tests check)."""
-
-    def _repr_svg_(self) -> str:
-        return self.svg
-
-    def __repr__(self) -> str:
-        return f"figure: {self.title}"
-
-    def save(self, path: Path | str) -> Path:
-        """Write the SVG to a file."""
-        out = Path(path)
-        out.write_text(self.svg, encoding="utf-8")
-        return out
-
-
-def render_svg(fig: Figure, key: str) -> str:
-    """SVG text of `fig`; ids are salted with `key` so several figures on a page never share one."""
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": f"agentos-{key}", "svg.id": f"agentos-{key}",
-                                "svg.fonttype": "none"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    return buf.getvalue()
-
-
 def _lane_order(lanes: list[str]) -> list[str]:
     def rank(actor: str) -> tuple[int, int]:
         if actor == "user":
@@ -87,17 +47,22 @@ def _lane_order(lanes: list[str]) -> list[str]:
 
 
 def timeline_figure(session: Any, workspace: Path | str | None = None, *,
-                    window: Sequence[int] | None = None,
-                    max_points: int = TIMELINE_MAX_POINTS, bins: int = TIMELINE_BINS) -> SvgFigure:
+                    window: Sequence[int] | None = None, max_points: int = TIMELINE_MAX_POINTS,
+                    bins: int = TIMELINE_BINS, ax: Any = None) -> Figure:
     """Every event as a dot at (its seq, its actor's lane), coloured by layer; failures as a red
     cross; a grey line joins an event to its parent (request -> response, invoke -> result).
+    Returns a WorkbenchFigure, or with `ax=` (a matplotlib Axes) draws there and returns its
+    Figure; either way `.data` is one row per event drawn: seq, lane (its row, 0 at the top),
+    actor, layer, type, failed.
 
     `window=(first, last)` draws only the events with those seq (both included). When the range
     holds more than `max_points` events, it is drawn in `bins` equal bins: a band where a lane
     had events of a layer in consecutive bins, a red cross on a bin where one failed, no parent
-    links; `data` is then the binned table (seq, seq_last, lane, actor, layer, events, failures,
-    y). Either way the figure is one drawing call per layer, at most one line and one scatter of
-    failures, so its size does not grow with N."""
+    links; `data` is then the binned table, a row per (bin, lane, layer) that had events: seq,
+    seq_last, lane, actor, layer, events, failures, y (where its mark is drawn). Either way
+    the figure is one drawing call per layer, at most one line and one scatter of failures,
+    so its size does not grow with N."""
+    target = None if ax is None else one_axes(ax, "timeline_figure")
     data = open_session(session, workspace)
     n = len(data.events)
     lo, hi = win = resolve_window(n, window)
@@ -107,8 +72,7 @@ def timeline_figure(session: Any, workspace: Path | str | None = None, *,
     rank = {a: i for i, a in enumerate(order)}
     points = pd.DataFrame({"seq": frame["seq"], "lane": frame["actor"].map(rank), "actor": frame["actor"],
                            "layer": frame["layer"], "type": frame["type"], "failed": frame["failed"]})
-    fig = Figure(figsize=(9, 1.2 + 0.32 * len(order)))
-    ax = fig.add_subplot()
+    fig, ax, own = axes_for(target, "timeline_figure", (9, 1.2 + 0.32 * len(order)))
     if aggregate:
         shown = binned(points, win, bins)
         _bands(ax, shown)
@@ -136,8 +100,9 @@ def timeline_figure(session: Any, workspace: Path | str | None = None, *,
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", color="#eeeeee")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
-    fig.subplots_adjust(left=0.2, right=0.72, bottom=0.6 / (1.2 + 0.32 * len(order)) + 0.1)
-    return SvgFigure(title, render_svg(fig, f"timeline-{data.session_id}"), shown)
+    if own:  # the layout of a caller's figure is theirs
+        fig.subplots_adjust(left=0.2, right=0.72, bottom=0.6 / (1.2 + 0.32 * len(order)) + 0.1)
+    return finish(fig, f"timeline-{data.session_id}", title, shown.reset_index(drop=True))
 
 
 def _bands(ax: Any, table: pd.DataFrame) -> None:
@@ -166,18 +131,21 @@ def _parent_links(ax: Any, frame: pd.DataFrame, points: pd.DataFrame) -> None:
 
 
 def cost_figure(session: Any, workspace: Path | str | None = None, *,
-                window: Sequence[int] | None = None) -> SvgFigure:
+                window: Sequence[int] | None = None, ax: Any = None) -> Figure:
     """Left: tokens in and out per role, with each role's cost. Right: cumulative cost after
     each LLM call, labelled with the role that made it (past COST_MAX_LABELS calls: the line
     alone, through the last call of each of TIMELINE_BINS ranges). `window=(first, last)`
-    counts only the calls among those events."""
+    counts only the calls among those events. Returns a WorkbenchFigure, or with
+    `ax=(left, right)` (two Axes) draws there and returns their Figure; either way `.data` is
+    one row per LLM call: seq, role, tokens_in, tokens_out, cost_usd, cumulative_tokens,
+    cumulative_usd (cumulative_cost's table; `cost_by_role(fig.data)` is the left panel's)."""
+    panels = None if ax is None else two_axes(ax, "cost_figure")
     data = open_session(session, workspace)
     n = len(data.events)
     lo, hi = win = resolve_window(n, window)
     calls = llm_calls(data.events, win)
     per_role, running = cost_by_role(calls), cumulative_cost(calls)
-    fig = Figure(figsize=(9, 3.2))
-    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.2]})
+    fig, left, right, own = panels_for(panels, "cost_figure", (9, 3.2), (1, 1.2))
     xs = list(range(len(per_role)))
     left.bar([x - 0.2 for x in xs], per_role["tokens_in"], width=0.4, color="#56B4E9", label="tokens in")
     left.bar([x + 0.2 for x in xs], per_role["tokens_out"], width=0.4, color="#E69F00", label="tokens out")
@@ -202,95 +170,7 @@ def cost_figure(session: Any, workspace: Path | str | None = None, *,
     right.set_ylabel("cumulative cost (USD)")
     rng = "" if (lo, hi) == (1, n) else f", events {lo:,}-{hi:,}"
     right.set_title(f"{data.session_id}: cumulative cost{rng}", fontsize=10)
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, wspace=0.3)
+    if own:
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, wspace=0.3)
     title = f"{data.session_id}: tokens and cost per role, and cumulative{rng}"
-    return SvgFigure(title, render_svg(fig, f"cost-{data.session_id}"),
-                     {"per_role": per_role, "cumulative": running})
-
-
-@dataclass(frozen=True)
-class PhaseGraph:
-    """An L8 cycle as the log records it."""
-
-    cycle_id: str | None
-    """The cycle that ran (None: no workflow events)."""
-    phases: tuple[str, ...]
-    """Phases in order: the declared ones when given, else those the log names."""
-    visited: tuple[str, ...]
-    """Phases entered, in order (repeats when a loop went round again)."""
-    transitions: tuple[tuple[str, str], ...]
-    """Each workflow.phase_advanced: (from, to)."""
-    policies: tuple[tuple[str, str], ...]
-    """Each workflow.policy_gated: (policy_id, decision)."""
-    verdict: str | None
-    """done | halted | abort, or None while the cycle runs."""
-
-
-def phase_graph_data(events: Sequence[Event], phases: Sequence[str] | None = None) -> PhaseGraph:
-    """Fold the workflow.* events of a log into a PhaseGraph."""
-    cycle, visited, transitions, policies, verdict = None, [], [], [], None
-    declared = list(phases or ())
-    for ev in events:
-        p = ev.payload if isinstance(ev.payload, dict) else {}
-        if ev.type == "workflow.started":
-            cycle = p.get("cycle_id")
-            declared = declared or [str(x) for x in p.get("phases") or ()]
-            if p.get("entry_phase"):
-                visited.append(str(p["entry_phase"]))
-        elif ev.type == "workflow.phase_advanced":
-            src, dst = str(p.get("from_phase") or ""), str(p.get("to_phase"))
-            if src and not visited:
-                visited.append(src)
-            transitions.append((src, dst))
-            visited.append(dst)
-        elif ev.type == "workflow.policy_gated":
-            policies.append((str(p.get("policy_id")), str(p.get("decision"))))
-        elif ev.type == "workflow.completed":
-            verdict = p.get("verdict")
-        elif ev.type == "workflow.aborted":
-            verdict = "abort"
-    names = list(dict.fromkeys(declared + visited))
-    return PhaseGraph(cycle, tuple(names), tuple(visited), tuple(transitions), tuple(policies), verdict)
-
-
-def phase_graph_figure(session: Any, phases: Sequence[str] | None = None,
-                       workspace: Path | str | None = None) -> SvgFigure:
-    """The cycle's phases left to right; visited ones filled, arrows for each advance (arcs
-    for loops back), and the verdict at the end."""
-    data = load_session(session, workspace)
-    graph = phase_graph_data(data.events, phases)
-    fig = Figure(figsize=(9, 2.6))
-    ax = fig.add_subplot()
-    ax.set_axis_off()
-    xs = {name: i for i, name in enumerate(graph.phases)}
-    taken = Counter(graph.transitions)
-    for (a, b), times in taken.items():
-        if a in xs and b in xs:
-            bend = 0.0 if xs[b] == xs[a] + 1 else 0.5  # forward steps straight, loops and jumps arched
-            ax.annotate("", (xs[b], 0), (xs[a], 0), arrowprops={
-                "arrowstyle": "-|>", "color": "#333333", "shrinkA": 16, "shrinkB": 16,
-                "connectionstyle": f"arc3,rad={bend}"})
-            if times > 1:
-                where = ((xs[a] + xs[b]) / 2, 0.32 if bend else 0.08)
-                ax.annotate(f"×{times}", where, ha="center", fontsize=8)
-    for name, x in xs.items():
-        seen = name in graph.visited
-        ax.scatter([x], [0], s=900, color=LAYER_COLORS["L8"] if seen else "#ffffff",
-                   edgecolors="#333333", linewidths=2.5 if graph.visited and name == graph.visited[-1] else 1,
-                   zorder=2)
-        ax.annotate(name, (x, 0), textcoords="offset points", xytext=(0, -26), ha="center", fontsize=8)
-    if graph.cycle_id is None and not graph.phases:
-        verdict, color = "no workflow events in this session (no cycle ran)", "#666666"
-    else:
-        verdict = f"verdict: {graph.verdict or 'running'}"
-        color = {"verdict: done": "#1a7f37", "verdict: running": "#666666"}.get(verdict, _FAIL)
-    ax.text(len(xs) - 0.4 if xs else 0, 0, verdict, fontsize=9, color="#ffffff", va="center",
-            bbox={"boxstyle": "round", "facecolor": color})
-    ax.set_xlim(-0.7, max(len(xs), 1) + 0.8)
-    ax.set_ylim(-0.9, 0.9)
-    decisions = Counter(d for _, d in graph.policies)
-    gated = " · ".join(f"{d} {n}" for d, n in sorted(decisions.items())) or "none"
-    ax.set_title(f"{data.session_id}: cycle {graph.cycle_id or '-'} · policy decisions: "
-                 f"{len(graph.policies)} ({gated})", fontsize=9)
-    title = f"{data.session_id}: L8 phase graph"
-    return SvgFigure(title, render_svg(fig, f"phases-{data.session_id}"), graph)
+    return finish(fig, f"cost-{data.session_id}", title, running)

@@ -1,48 +1,40 @@
 """`cost_whatif(session, prices=...)`: the session's cost per role as recorded and under
 other price tables, side by side (pricing.reprice: a pure fold over the log, nothing re-run),
-as a table and an SVG figure with deterministic bytes (nbval compares it)."""
+as a figure (a WorkbenchFigure: deterministic SVG, nbval compares it) whose repr is the table."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ...providers.pricing import PRICE_KEYS, Repricing, reprice
 from ..api import WorkbenchError
+from ..dtypes import ROLE_NAMES, categorical
 from ..source import load_session
-from .session import render_svg
+from .canvas import WorkbenchFigure, finish, panels_for, two_axes
 
 _COLORS = ("#999999", "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9")
 
 
-@dataclass(frozen=True)
-class CostWhatIf:
-    """What `cost_whatif` returns: shown as the figure; its repr is the table."""
+class CostWhatIf(WorkbenchFigure):
+    """What `cost_whatif` returns: a WorkbenchFigure (recorded and what-if cost per role, and
+    the totals, side by side) that also keeps the re-pricing; its repr is the table."""
 
     repricing: Repricing
     """Per role: tokens, and cost under `recorded` and each what-if table."""
-    svg: str = field(repr=False)
-    """Recorded and what-if cost per role, and the totals, side by side."""
+
+    def __init__(self, repricing: Repricing, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.repricing = repricing
 
     def total(self, table: str) -> float:
         """The session's cost under `table` (USD)."""
         return self.repricing.total(table)
-
-    def frame(self) -> Any:
-        """The table as a pandas DataFrame (one row per role, one cost column per table)."""
-        import pandas as pd
-
-        r = self.repricing
-        rows = [{"role": c.role, "calls": c.calls, "tokens_in": c.input_tokens,
-                 "tokens_out": c.output_tokens, **{f"usd {n}": v for n, v in c.cost}} for c in r.roles]
-        return pd.DataFrame(rows).set_index("role")
-
-    def _repr_svg_(self) -> str:
-        return self.svg
 
     def __repr__(self) -> str:
         r = self.repricing
@@ -58,11 +50,16 @@ class CostWhatIf:
         return "\n".join(lines)
 
 
-def cost_whatif(session: Any, prices: Any, workspace: Path | str | None = None) -> CostWhatIf:
+def cost_whatif(session: Any, prices: Any, workspace: Path | str | None = None, *,
+                ax: Any = None) -> Figure:
     """Re-price `session` (an id or what %agent returned) under `prices`: one price table
     (`{"input_per_mtok": .., "output_per_mtok": ..}`, USD per million tokens), a mapping of
     names to tables (`{"Claude Haiku 4.5": {...}, ...}`), or the name of a profile in the
-    workspace (its `prices`). WorkbenchError names a bad table and key."""
+    workspace (its `prices`). WorkbenchError names a bad table and key. Returns a CostWhatIf,
+    or with `ax=(left, right)` (two Axes) draws there and returns their Figure; either way
+    `.data` is one row per role (index `role`): calls, tokens_in, tokens_out, and a
+    `usd <table>` column per price table (`usd recorded` first)."""
+    panels = None if ax is None else two_axes(ax, "cost_whatif")
     data = load_session(session, workspace)
     tables = _tables(prices, data.workspace)
     try:
@@ -71,7 +68,24 @@ def cost_whatif(session: Any, prices: Any, workspace: Path | str | None = None) 
         raise WorkbenchError(str(exc)) from None
     if not r.roles:
         raise WorkbenchError(f"{data.session_id} has no llm.response: there is no cost to re-price")
-    return CostWhatIf(r, _figure(r))
+    fig, left, right, own = panels_for(panels, "cost_whatif", (9, 3.2), (1.6, 1),
+                                       make=lambda **kw: CostWhatIf(r, **kw))
+    _draw(r, left, right)
+    if own:
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, wspace=0.3)
+    return finish(fig, f"whatif-{r.session_id}", _title(r), _frame(r))
+
+
+def _title(r: Repricing) -> str:
+    return f"{r.session_id}: cost per role re-priced under {', '.join(r.tables[1:])}"
+
+
+def _frame(r: Repricing) -> pd.DataFrame:
+    rows = [{"role": c.role, "calls": c.calls, "tokens_in": c.input_tokens, "tokens_out": c.output_tokens,
+             **{f"usd {n}": v for n, v in c.cost}} for c in r.roles]
+    frame = pd.DataFrame(rows)
+    frame["role"] = categorical(frame["role"], ROLE_NAMES)
+    return frame.set_index("role")
 
 
 def _tables(prices: Any, ws: Any) -> dict[str, Mapping[str, float]]:
@@ -93,9 +107,7 @@ def _tables(prices: Any, ws: Any) -> dict[str, Mapping[str, float]]:
                          "(USD per million tokens), a mapping of names to such tables, or a profile name")
 
 
-def _figure(r: Repricing) -> str:
-    fig = Figure(figsize=(9, 3.2))
-    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+def _draw(r: Repricing, left: Axes, right: Axes) -> None:
     n = len(r.tables)
     width = 0.8 / n
     xs = list(range(len(r.roles)))
@@ -115,5 +127,3 @@ def _figure(r: Repricing) -> str:
     right.set_xticks(range(n), list(r.tables), fontsize=7, rotation=15)
     right.set_title("session total", fontsize=10)
     right.set_ylim(0, max(totals) * 1.2 or 1)
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.2, wspace=0.3)
-    return render_svg(fig, f"whatif-{r.session_id}")

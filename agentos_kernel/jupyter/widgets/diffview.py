@@ -1,12 +1,13 @@
 """Two sessions side by side: `%diff A B` (a DiffView) and the LogDiff widget. Both show
 logdiff's one engine (the one `rerun --verify` and `agentos diff` use): steps aligned by
-(role, event type), the first divergence highlighted, per-role token and cost deltas.
+(role, event type, hook point), the first divergence highlighted, per-role token and cost deltas.
 
 Reprs hold only what the logs hold (no paths, no times), so notebooks compare stably.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,52 @@ import ipywidgets as W
 
 from ...runs.diff import DiffRow, EventsDiff, diff_events
 from ...runs.difftext import MARKS, diff_lines, row_note, usage_lines, verdict
-from ..layers import esc, pretty
+from ..layers import clip, esc
 from ..source import load_session
 
 _ROW_STYLE = {"same": "", "changed": "background:#fff3b0", "only_a": "background:#ffebe9",
               "only_b": "background:#e6ffec"}
 _FIRST = "outline:2px solid #cf222e"
 _BOX = "border:1px solid #bbb;border-radius:4px;padding:6px 10px;margin:2px 0;font-family:monospace"
+_SHOWN = 4000
+"""Characters of one event's payload the detail pane shows (it scrolls)."""
+
+
+def payload_text(value: Any, pad: str = "") -> list[str]:
+    """A payload as indented text lines, keys sorted: strings as they are (a prompt's real
+    newlines and quotes, not JSON's escapes; a string holding a JSON object or list shown as
+    that structure, marked `(JSON)`), other scalars as JSON."""
+    if isinstance(value, dict | list) and value:
+        items = sorted(value.items()) if isinstance(value, dict) else [("-", v) for v in value]
+        out: list[str] = []
+        for key, item in items:
+            label = f"{key}:" if isinstance(value, dict) else key
+            inner = _json_in(item)
+            if inner is not None:
+                out += [f"{pad}{label} (JSON)", *payload_text(inner, pad + "  ")]
+            elif isinstance(item, dict | list) and item:
+                out += [f"{pad}{label}", *payload_text(item, pad + "  ")]
+            elif isinstance(item, str) and "\n" in item:
+                out += [f"{pad}{label}", *(pad + "  " + line if line else "" for line in item.split("\n"))]
+            else:
+                out.append(f"{pad}{label} {_scalar(item)}")
+        return out
+    return [pad + _scalar(value)]
+
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) and value else json.dumps(value, ensure_ascii=False)
+
+
+def _json_in(value: Any) -> Any:
+    """The object or list a string holds as JSON (a role's input, a model's answer), else None."""
+    if not isinstance(value, str) or not value.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        inner = json.loads(value)
+    except ValueError:
+        return None
+    return inner if isinstance(inner, dict | list) and inner else None
 
 
 def diff_sessions(a: Any, b: Any, workspace: Path | str | None = None) -> EventsDiff:
@@ -97,8 +137,9 @@ class LogDiff(W.VBox):
         self.header = W.HTML(f"<b>{esc(verdict(d))}</b>")
         self.changes_only = W.Checkbox(value=not d.identical, description="only the steps that differ",
                                        indent=False)
-        start = d.first_row if d.first_row is not None else 0
-        self.step = W.IntSlider(value=start, min=0, max=max(len(d.rows) - 1, 0), description="step",
+        # 1-based, as the caption under it ("step 3 of 40") counts
+        start = d.first_row + 1 if d.first_row is not None else 1
+        self.step = W.IntSlider(value=start, min=1, max=max(len(d.rows), 1), description="step",
                                 continuous_update=True)
         self.first_button = W.Button(description="first divergence", disabled=d.first_row is None)
         self.table, self.detail, self.usage = W.HTML(), W.HTML(), W.HTML(usage_html(d))
@@ -112,13 +153,13 @@ class LogDiff(W.VBox):
 
     @property
     def row(self) -> DiffRow | None:
-        """The step shown in the detail pane."""
-        return self.diff.rows[self.step.value] if self.diff.rows else None
+        """The step shown in the detail pane (the slider's value counts from 1)."""
+        return self.diff.rows[self.step.value - 1] if self.diff.rows else None
 
     def go_first(self) -> None:
         """Show the first divergence."""
         if self.diff.first_row is not None:
-            self.step.value = self.diff.first_row
+            self.step.value = self.diff.first_row + 1
 
     def _render(self) -> None:
         self.table.value = rows_html(self.diff, self.changes_only.value)
@@ -128,12 +169,13 @@ class LogDiff(W.VBox):
             return
         cells = []
         for name, e in ((self.diff.a, r.a), (self.diff.b, r.b)):
-            body = (f"#{e.seq} {esc(e.type)} · {esc(e.actor)}<pre>{esc(pretty(e.payload, 1200))}</pre>"
-                    if e is not None else "<i>no such step</i>")
+            text = clip("\n".join(payload_text(e.payload)), _SHOWN) if e is not None else ""
+            body = (f"#{e.seq} {esc(e.type)} · {esc(e.actor)}<pre style='max-height:24em;overflow:auto;"
+                    f"white-space:pre-wrap'>{esc(text)}</pre>" if e is not None else "<i>no such step</i>")
             cells.append(f'<td style="vertical-align:top;text-align:left;width:50%"><b>{esc(name)}</b> '
                          f"{body}</td>")
-        first = " · the first divergence" if self.step.value == self.diff.first_row else ""
-        self.detail.value = (f"<b>step {self.step.value + 1} of {len(self.diff.rows)}: {r.kind}{first}"
+        first = " · the first divergence" if self.step.value - 1 == self.diff.first_row else ""
+        self.detail.value = (f"<b>step {self.step.value} of {len(self.diff.rows)}: {r.kind}{first}"
                              f"</b><table><tr>{''.join(cells)}</tr></table>")
 
     def __repr__(self) -> str:

@@ -50,8 +50,12 @@ class LiveStepper(W.VBox):
         unknown = sorted(chosen - set(LAYERS))
         if unknown:
             raise ValueError(f"unknown layer(s) {', '.join(unknown)}; use {', '.join(LAYERS)}")
+        self.stream_view = W.HTML()
+        """A streamed answer's text as it arrives (set from the run's thread: LiveRun.on_text)."""
         self.live = LiveRun(self.runtime, prompt, layers=chosen, session_id=session_id,
-                            human=self.human, cycle=cycle, mode=mode)
+                            human=self.human, cycle=cycle, mode=mode,
+                            on_text=lambda text: setattr(self.stream_view, "value",
+                                                         f"<pre>{esc(text)}</pre>"))
         self.logged: list[Event] = []
         """Events appended so far, in order."""
         self.next_button = W.Button(description="Next ▶", tooltip="append the pending event")
@@ -71,7 +75,8 @@ class LiveStepper(W.VBox):
         super().__init__(children=[
             W.HBox([self.next_button, self.finish_button, self.position]),
             W.HBox([W.HTML("pause at:"), *self.layer_boxes.values()]),
-            W.HBox([self.diagram, W.VBox([self.event_view, self.question_box, self.trace_view],
+            W.HBox([self.diagram, W.VBox([self.event_view, self.stream_view, self.question_box,
+                                          self.trace_view],
                                          layout=W.Layout(width="64%"))])])
         self.add_class("agentos-live")
         self.next_button.on_click(lambda _b: self.next())

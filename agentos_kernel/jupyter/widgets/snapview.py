@@ -55,17 +55,28 @@ def _empty(v: Any) -> bool:
     return type(v) in (int, float) and v == 0
 
 
+NO_STATE = "none yet: no agent.transition so far"
+"""What the state row says before the state machine's first transition (not `null`)."""
+
+
 def snapshot_rows(snap: Snapshot, changed: set[str] | frozenset[str] = frozenset(),
                   compact: bool = False) -> str:
-    """The snapshot as a table; `compact` keeps only fields that hold something yet."""
-    rows = []
+    """The snapshot as a table; `compact` gives the fields that hold nothing yet one last row
+    naming them, instead of a row each."""
+    rows, empty = [], []
     for key, value in snapshot_fields(snap).items():
         if compact and _empty(value) and key != "state":
+            empty.append(key)
             continue
         mark = "background:#fff3b0;" if key in changed else ""
-        text = json_head(value)
+        cell = (f"<i>{NO_STATE}</i>" if key == "state" and value is None
+                else f"<code>{esc(clip(json_head(value), SHOWN))}</code>")
         rows.append(f'<tr style="{mark}"><td style="text-align:left"><b>{esc(key)}</b></td>'
-                    f'<td style="text-align:left"><code>{esc(clip(text, SHOWN))}</code></td></tr>')
+                    f'<td style="text-align:left">{cell}</td></tr>')
+    if empty:
+        rows.append('<tr class="agentos-snapshot-empty"><td style="text-align:left">'
+                    '<i>false, 0 or empty so far</i></td>'
+                    f'<td style="text-align:left">{esc(", ".join(empty))}</td></tr>')
     return f'<table class="agentos-snapshot">{"".join(rows)}</table>'
 
 

@@ -119,7 +119,7 @@ class LayerStepper(W.VBox):
         self.hook_view.value = self._hook_html(i - 1, ev)
         self.payload_view.value = ("<b>payload</b><pre style='max-height:14em;overflow:auto'>"
                                    f"{esc(pretty(ev.payload))}</pre>")
-        self.snapshot_view.value = ("<b>snapshot so far</b> (replayed from the log; empty fields hidden)"
+        self.snapshot_view.value = ("<b>snapshot so far</b> (replayed from the log)"
                                     + snapshot_rows(self.snapshot, compact=True))
 
     def _schema_html(self, ev: Event) -> str:

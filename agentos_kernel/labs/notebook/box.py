@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,15 +167,17 @@ class Confinement:
     """What the notebook tried outside its box, by cell ('cell 3 tried to read ...')."""
 
 
-def run_in_box(nb: Any, kb: KernelBox, *, timeout: int, wall: float) -> tuple[RunResult, Confinement]:
-    """Run `nb`'s cells in the kernel box (filled by the caller) and read what its sandbox saw."""
+def run_in_box(nb: Any, kb: KernelBox, *, timeout: int, wall: float,
+               cancelled: Callable[[], bool] = lambda: False) -> tuple[RunResult, Confinement]:
+    """Run `nb`'s cells in the kernel box (filled by the caller) and read what its sandbox saw;
+    `cancelled` is asked before each cell (True: the cells left are not run)."""
     marks: list[tuple[int, int]] = []  # (cell index, report size after it)
 
     def after_cell(i: int) -> None:  # -1: the kernel is ready, no cell has run yet
         marks.append((i, kb.report.stat().st_size))
 
     launch = KernelLaunch(kb.km, kb.box.sub, kb.env, kb.popen_kwargs(), kb.report.parent / "kernel.log",
-                          after_cell=after_cell, death_cause=lambda: _death_cause(kb))
+                          after_cell=after_cell, death_cause=lambda: _death_cause(kb), cancelled=cancelled)
     result = run_notebook(nb, launch, timeout=timeout, wall=wall)
     return result, confinement(kb, marks)
 

@@ -21,12 +21,15 @@ import fnmatch
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 from ..sandbox import run as sandbox
 from .box import Limits, make_kernel_box, run_in_box
+from .handout import shipped_lab
 from .nbgrader_format import (
+    BEGIN_HIDDEN,
     LabInputError,
     compute_checksum,
     has_grade_id,
@@ -53,14 +56,16 @@ class SandboxUnavailable(LabInputError):
 
 def check_notebook(path: Path | str, *, source: Path | str | None = None,
                    timeout: int = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB,
-                   wall: float = DEFAULT_WALL, unconfined: bool = False) -> LabScore:
+                   wall: float = DEFAULT_WALL, unconfined: bool = False,
+                   cancel: threading.Event | None = None) -> LabScore:
     """Run a copy of the notebook at `path` in a fresh, sandboxed kernel (cwd: a temp dir
     holding the copy and its folder's files), continuing past errors, and score every grade cell.
 
     `source` is the instructor notebook: its locked cells (tests, read-only cells) replace
     the submission's by grade_id first; they reach the kernel only as each cell runs.
     `timeout` bounds each cell and `wall` the whole run (seconds); `memory_mb` the kernel's
-    memory. `unconfined` accepts a sandbox with layers missing (they are reported). Raises
+    memory. `unconfined` accepts a sandbox with layers missing (they are reported). `cancel`,
+    once set, stops the run before its next cell (the cells left score 0 as not run). Raises
     LabInputError for a notebook that cannot be checked (unreadable, invalid nbgrader
     metadata, no grade cells), SandboxUnavailable when the kernel cannot be confined here."""
     path = Path(path)
@@ -100,7 +105,8 @@ def check_notebook(path: Path | str, *, source: Path | str | None = None,
             if src_path:
                 _copy_files(src_path.parent, kb.box.sub, skip_notebooks=True)
             shutil.copyfile(path, kb.box.sub / path.name)
-            result, confined = run_in_box(nb, kb, timeout=timeout, wall=wall)
+            result, confined = run_in_box(nb, kb, timeout=timeout, wall=wall,
+                                          cancelled=cancel.is_set if cancel else lambda: False)
         finally:
             leftovers = kb.close()
     rows = [score_cell(c, i, result.not_run.get(i)) for i, c in enumerate(nb.cells) if is_grade(c)]
@@ -113,7 +119,25 @@ def check_notebook(path: Path | str, *, source: Path | str | None = None,
         rows += [ScoreRow(gid, None, 0.0, pts, MISSING, "the cell was deleted from the notebook")
                  for gid, pts in _grade_ids(src_nb).items() if gid not in present]
     return LabScore(path, src_path, tuple(rows), tuple(notes), confined.held,
-                    (*confined.missing, *leftovers), confined.attempts)
+                    (*confined.missing, *leftovers), confined.attempts,
+                    () if src_nb is not None else _hidden_here(path, nb))
+
+
+def _hidden_here(path: Path, nb: Any) -> tuple[str, ...] | None:
+    """grade_ids whose hidden tests a self-check (no source) did not run: those of the cells
+    that hold hidden tests in the lab as shipped. A notebook that still holds its hidden tests
+    (the instructor's) ran them all. None when no source of the lab is known."""
+    if any(_has_hidden(c) for c in nb.cells):
+        return ()
+    ids = {meta(c)["grade_id"] for c in nb.cells if has_grade_id(c)}
+    shipped = shipped_lab(path.name, ids)
+    if shipped is None:
+        return None
+    return tuple(meta(c)["grade_id"] for c in read_notebook(shipped).cells if is_grade(c) and _has_hidden(c))
+
+
+def _has_hidden(cell: Any) -> bool:
+    return any(line.strip().endswith(BEGIN_HIDDEN) for line in cell.source.splitlines())
 
 
 def _name_memory_limit(row: ScoreRow, memory_mb: int) -> ScoreRow:

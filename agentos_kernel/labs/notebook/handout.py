@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...workspace import reference_dir
-from .nbgrader_format import LabInputError
+from .nbgrader_format import LabInputError, has_grade_id, read_notebook
 from .release import ReleasedNotebook, ignored, release
 
 LABS = "labs"
@@ -98,3 +98,22 @@ def copy_notebooks(dest: Path | str, *, instructor: bool = False, force: bool = 
         copied += report.copied
     return Handout(dest, tuple(copied), tuple(released), False)
 
+
+
+def shipped_lab(name: str, grade_ids: set[str]) -> Path | None:
+    """The instructor notebook of a lab shipped with this installation that `name` (a
+    notebook's file name) is the student version of: the same name holding every grade_id,
+    else the one lab whose grade cells are exactly `grade_ids`. None when there is none."""
+    labs = [p for lab in _lab_folders(notebooks_dir()) for p in sorted(lab.glob("*.ipynb"))]
+
+    def ids(p: Path) -> set[str]:
+        try:
+            return {c.metadata["nbgrader"]["grade_id"] for c in read_notebook(p).cells if has_grade_id(c)}
+        except LabInputError:
+            return set()
+
+    same_name = [p for p in labs if p.name == name and grade_ids <= ids(p)]
+    if same_name:
+        return same_name[0]
+    alike = [p for p in labs if ids(p) and grade_ids == ids(p)]
+    return alike[0] if len(alike) == 1 else None

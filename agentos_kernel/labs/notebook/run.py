@@ -28,6 +28,7 @@ from .nbgrader_format import LabInputError
 TIMEOUT_ENAME = "CellTimeoutError"  # the ename nbgrader's Execute.error_on_timeout uses
 MAX_OUTPUT_CHARS = 2 << 20  # a cell's outputs kept in the grader; a lab's are a few KiB
 KEPT_CHARS = 2000  # of an output past that limit that still decides the score
+CANCELLED = "the grading was interrupted before this cell"
 LOST = "the kernel's outputs stopped arriving (one over the 64 MiB message limit, or the kernel is stuck)"
 
 
@@ -58,6 +59,8 @@ class KernelLaunch:
     (e.g. to tell what the sandbox reported during which cell)."""
     death_cause: Callable[[], str | None] = lambda: None
     """Why the kernel died (a limit, a signal), asked once it has."""
+    cancelled: Callable[[], bool] = lambda: False
+    """Asked before each cell: True stops the run there (a batch grading was interrupted)."""
 
 
 def run_notebook(nb: Any, launch: KernelLaunch, *, timeout: int, wall: float) -> RunResult:
@@ -92,6 +95,8 @@ def run_notebook(nb: Any, launch: KernelLaunch, *, timeout: int, wall: float) ->
             left = deadline - time.monotonic()
             if not stop and left < 1:
                 stop = walled
+            if not stop and launch.cancelled():
+                stop = CANCELLED
             if stop:
                 not_run[i] = stop
                 continue

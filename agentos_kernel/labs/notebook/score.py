@@ -59,6 +59,9 @@ class LabScore:
     """Each one this machine could not apply, with its consequence."""
     attempts: tuple[str, ...] = ()
     """What the notebook's code tried outside its sandbox, by cell ('cell 3: tried to read ...')."""
+    hidden: tuple[str, ...] | None = ()
+    """grade_ids of the cells whose hidden tests did not run (a self-check without the source);
+    None when it is not known whether any cell has some (no source of this lab was found)."""
 
     @property
     def total(self) -> float:
@@ -81,13 +84,27 @@ class LabScore:
         return any(r.points is not None and r.points < r.max_points for r in self.rows)
 
     def total_line(self) -> str:
+        """The total; for a self-check, the points of the cells whose every test ran here and
+        how many more hidden tests decide, never a total the grader may not give."""
         pending = f" ({_num(self.pending)} to grade by hand)" if self.pending else ""
-        return f"total: {_num(self.total)} / {_num(self.max_total)}{pending}"
+        if self.hidden is None:
+            return (f"visible: {_num(self.total)} / {_num(self.max_total)}{pending}; the grader "
+                    "may run hidden tests too (no source of this lab was found to say how many)")
+        if not self.hidden:
+            return f"total: {_num(self.total)} / {_num(self.max_total)}{pending}"
+        shown = [r for r in self.rows if r.grade_id not in self.hidden]
+        held = [r for r in self.rows if r.grade_id in self.hidden]
+        earned = sum(r.points for r in shown if r.points is not None)
+        passing = sum(r.points for r in held if r.points is not None)
+        return (f"visible: {_num(earned)} / {_num(sum(r.max_points for r in shown))}{pending}; "
+                f"{_num(sum(r.max_points for r in held))} more points in hidden tests the grader "
+                f"runs (the checks shown here pass for {_num(passing)} of them)")
 
     def to_dict(self) -> dict[str, Any]:
         return {"notebook": str(self.notebook), "source": str(self.source) if self.source else None,
                 "total": self.total, "max": self.max_total, "pending": self.pending,
                 "rows": [asdict(r) for r in self.rows], "notes": list(self.notes),
+                "hidden": None if self.hidden is None else list(self.hidden),
                 "sandbox": {"held": list(self.protections), "missing": list(self.unprotected),
                             "attempts": list(self.attempts)}}
 

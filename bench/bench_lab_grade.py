@@ -1,0 +1,93 @@
+"""Benchmark `agentos lab grade` (run by hand, never in the test suite).
+
+    python bench/bench_lab_grade.py [--n 100] [--jobs N] [--write]
+
+Writes N submissions of lab-01 in nbgrader's layout (submitted/<student>/lab-01-tools/
+lab-01-tools.ipynb), every other one the solved notebook (full marks) and the released one
+(every test fails), then times `agentos lab grade SUBMITTED --source` as a subprocess with
+the default jobs (one per core). Goal from the issue: 100 submissions in under 60 s on 2
+cores. Each submission gets a fresh kernel in a fresh sandbox (see bench/RESULTS.md for why
+kernels are not reused). --write appends the figure, with the machine's load, to
+bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+LAB = REPO / "notebooks" / "labs" / "lab-01-tools" / "lab-01-tools.ipynb"
+
+
+def generate(dest: Path, n: int) -> Path:
+    """dest/submitted/<student>/lab-01-tools/lab-01-tools.ipynb for N students."""
+    from agentos_kernel.labs.notebook.nbgrader_format import BEGIN_HIDDEN, END_HIDDEN, strip_region
+    from agentos_kernel.labs.notebook.release import student_version
+
+    source = nbformat.read(LAB, as_version=4)
+    solved = nbformat.read(LAB, as_version=4)  # what a student who solved it hands in
+    for cell in solved.cells:
+        cell.source = strip_region(cell.source, BEGIN_HIDDEN, END_HIDDEN, None)[0]
+    released = student_version(source)[0]
+    submitted = dest / "submitted"
+    for i in range(n):
+        folder = submitted / f"2026{i:04d}" / LAB.stem
+        folder.mkdir(parents=True)
+        nbformat.write(solved if i % 2 == 0 else released, folder / LAB.name)
+    return submitted
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=100)
+    parser.add_argument("--jobs", type=int)
+    parser.add_argument("--write", action="store_true", help="append the figure to bench/RESULTS.md")
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="bench-lab-grade-") as tmp:
+        submitted = generate(Path(tmp), args.n)
+        argv = [sys.executable, "-m", "agentos_kernel.cli.main", "lab", "grade", str(submitted),
+                "--source", str(LAB), "--out", str(Path(tmp) / "out"), "--no-progress"]
+        argv += ["--jobs", str(args.jobs)] if args.jobs else []
+        start = time.perf_counter()
+        graded = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, check=False)
+        seconds = time.perf_counter() - start
+        if graded.returncode:
+            sys.exit(f"agentos lab grade exited {graded.returncode}:\n{graded.stdout}{graded.stderr}")
+        with (Path(tmp) / "out" / "gradebook.csv").open(encoding="utf-8", newline="") as f:
+            totals = [r["total"] for r in csv.DictReader(f)]
+    load_after = os.getloadavg()[0]
+    cores = len(os.sched_getaffinity(0))
+    assert len(totals) == args.n, f"graded {len(totals)}, expected {args.n}"
+    assert sorted(set(totals)) == ["0", "15"], f"unexpected totals {sorted(set(totals))}"
+    verdict = "under" if seconds < 60 else "OVER"
+    line = (f"| {args.n} lab-01 submissions (half solved, half as released) | {args.jobs or cores} jobs on "
+            f"{cores} cores | {seconds:.1f} s | {seconds / args.n * 1000:.0f} ms per submission | "
+            f"{verdict} the 60 s goal | load {load_before:.1f} -> {load_after:.1f} |")
+    print(line)
+    if args.write:
+        results = REPO / "bench" / "RESULTS.md"
+        text = results.read_text(encoding="utf-8") if results.exists() else "# Benchmark results\n"
+        with results.open("a", encoding="utf-8") as f:
+            if "## agentos lab grade" not in text:
+                f.write("\n## agentos lab grade (bench/bench_lab_grade.py)\n\n"
+                        "Each submission: a fresh ipykernel in a fresh sandbox (unshare, Landlock, seccomp, "
+                        "cgroups, audit hook), hidden tests restored, every cell run.\n\n"
+                        "| set | jobs | wall | per submission | goal | 1-min load before -> after |\n"
+                        "|---|---|---|---|---|---|\n")
+            f.write(f"{line}  <!-- {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M')} UTC -->\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
