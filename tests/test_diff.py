@@ -41,8 +41,10 @@ def test_a_fork_and_its_parent_align_by_step(workspace: Path, canonical_run: Run
     # ... at the same hook point only: a Stop and a PreToolUse are never one changed step
     hooks = [r for r in d.rows if r.kind == "changed" and r.a.type == "hook.fired"]
     assert hooks and all(r.a.payload["hook"] == r.b.payload["hook"] for r in hooks)
+    # both passes end at Stop (the fork's escalated): one changed row, the fork's says not ok
     stop = next(r for r in d.rows if r.a is not None and r.a.payload.get("hook") == "Stop")
-    assert stop.kind == "only_a" and stop.a.actor == "hook:stop_after_one"
+    assert stop.kind == "changed" and stop.a.actor == stop.b.actor == "hook:stop_after_one"
+    assert stop.b.payload["reason"].startswith("loop reached terminal state (not ok: HUMAN_ESCALATION")
     assert any(r.kind == "only_a" and r.a.type == "tool.invoke" for r in d.rows)
     # every event of both logs is in exactly one row, in order
     assert [r.a.seq for r in d.rows if r.a] == list(range(1, len(canonical_run.events) + 1))

@@ -77,7 +77,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         description="The new log begins with the parent's events 1..K (checked against the "
                     "parent's hash chain first), then session.forked, then the live run. K must "
                     "be the start of a role's turn (an agent.transition into LEAD, PLAN, WORK or "
-                    "REVIEW in the first pass); any other K is refused with the valid ones.")
+                    "REVIEW before a Stop hook denied; LEAD only in the first pass); any other K "
+                    "is refused with the valid ones.")
     p.add_argument("target", metavar="ID@K", help="the parent session and the event to fork after, "
                                                   "e.g. s0001@14")
     p.add_argument("--profile", help="profile for the live part (default: the workspace's default)")

@@ -44,8 +44,22 @@ def deny_dangerous_tools(input: Any) -> HookDecision:
 
 @bounded
 def stop_after_one(input: Any) -> HookDecision:
-    """Stop: end the loop after one pass (deny = do not continue)."""
+    """Stop: end the loop after one pass (deny = do not continue), passed or failed; the
+    reason repeats a failed pass's (hook_stop_v1 `ok`, `reason`), so the log says it."""
+    if input.get("ok") is False:
+        return HookDecision(decision="deny", reason=f"loop reached terminal state "
+                                                    f"(not ok: {input.get('reason')})")
     return HookDecision(decision="deny", reason="loop reached terminal state")
+
+
+@bounded
+def stop_when_ok(input: Any) -> HookDecision:
+    """Stop: end the loop once a pass's review passed; after a failed pass allow another
+    (told how this one ended), up to the profile's max_iterations."""
+    if input.get("ok") is False:
+        return HookDecision(decision="allow", reason=f"pass {input.get('iteration')} failed; "
+                                                     "trying again")
+    return HookDecision(decision="deny", reason="the review passed")
 
 
 def _replacing(shapes: tuple[Shape, ...], what: str) -> Callable[[str], HookDecision]:

@@ -73,6 +73,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "provider_timeout": {"faults": [{"kind": "timeout", "role": "planner", "times": -1}]},
     "reviewer_fail_once": {"faults": [{"kind": "reviewer_fail", "times": 1}]},
     "reviewer_fail": {"faults": [{"kind": "reviewer_fail", "times": -1}]},
+    # Every verdict of a first pass on the scripted profile (max_rework 2: 3 verdicts), then
+    # pass: a Stop hook that allows continuation after the escalation gets a passing pass.
+    "reviewer_fail_pass": {"faults": [{"kind": "reviewer_fail", "times": 3}]},
     "write_conflict": {"faults": [{"kind": "stale_hash", "role": "worker", "times": -1}]},
     "hook_deny": {"hooks": [_h("PreToolUse", "deny_all")]},
     "hook_timeout": {"hooks": [_h("PreToolUse", "sleep_forever", timeout_s=0.2)]},

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
 from ..store.recorder import SessionLog, root_cause_note
-from .pwr import Resume, run_pwr
+from .pwr import PassEnd, Resume, run_pwr
 from .session import RunResult, Session
 
 if TYPE_CHECKING:
@@ -98,25 +98,27 @@ class RequestFlow:
     def run_passes(self, s: Session, prompt: str, resume: Resume | None = None
                    ) -> Result[RunResult]:
         """The plan-work-review passes until the Stop hook ends them, then the close; a fork
-        (fork.py) enters here with `resume`, the first pass picked up where its log ends."""
-        log = s.log
-        previous = None
-        reason = None
-        for iteration in range(1, self.profile.max_iterations + 1):
-            outcome = run_pwr(s, prompt, previous=previous, resume=resume)
+        (fork.py) enters here with `resume`, its pass picked up where its log ends.
+
+        Stop fires at every terminal state of a pass (DONE, ESCALATED, FAILED) with `ok` and
+        the reason; after a failed pass its hook.fired names the transition into that state
+        as its parent. `deny` closes the session with the pass's result, `allow` runs the
+        next pass (told how the last one ended), at most `max_iterations` in all. A refusal
+        of the profile (SELF_REVIEW) closes the session at once: no pass can change it."""
+        previous: dict[str, Any] | None = None  # a resumed later pass is past its lead's turn
+        for iteration in range(resume.iteration if resume else 1, self.profile.max_iterations + 1):
+            end = run_pwr(s, prompt, previous=previous, resume=resume)
             resume = None
-            if isinstance(outcome, Err):
-                return self._close(s, outcome)
-            gate, _ = self.hooks.fire("Stop", {"session_id": s.session_id, "ok": True,
-                                               "iteration": iteration,
-                                               "output": outcome.value.report["output"]}, log)
-            previous = outcome.value.report
+            if end.ends_session:
+                return self._close(s, end.result)
+            gate, _ = self.hooks.fire("Stop", stop_input(s.session_id, iteration, end), s.log,
+                                      parent_id=None if end.state == "DONE" else end.event_id)
             if gate.decision == "deny":
-                break
-        else:
-            reason = f"stopped at max_iterations ({self.profile.max_iterations})"
-        assert isinstance(outcome, Ok)  # an Err returned inside the loop
-        return self._close(s, Ok(outcome.value), reason)
+                return self._close(s, end.result)
+            previous = end.result.value.report if isinstance(end.result, Ok) else {
+                "ok": False, "state": end.state, "reason": str(end.result.error),
+                "feedback": end.feedback}
+        return self._close(s, end.result, f"stopped at max_iterations ({self.profile.max_iterations})")
 
     def _close(self, s: Session, result: Result[Any], reason: str | None = None
                ) -> Result[RunResult]:
@@ -131,14 +133,29 @@ class RequestFlow:
             # denied tool the run goes on and may end in HUMAN_ESCALATION 40 events later.
             payload["reason"] = (f"{result.error.code}: {result.error.message}"
                                  f"{root_cause_note(s.log.root_cause)}")
-        if reason:
-            payload["reason"] = reason
+        if reason:  # a failed run keeps its code first (otel reads it), then the bound
+            payload["reason"] = f"{payload['reason']}; {reason}" if "reason" in payload else reason
         s.log.append("session.close", "system", payload)
         if isinstance(result, Err):
             return result
         out, redact = result.value, s.log.redact  # what the caller prints is what the log holds
         return Ok(RunResult(s.session_id, True, redact(out.report["output"]), redact(out.report),
                             redact(out.review), self.store.path(s.session_id)))
+
+
+def stop_input(session_id: str, iteration: int, end: PassEnd) -> dict[str, Any]:
+    """What the Stop hook is given (hook_stop_v1): which pass ended, in which state, ok or
+    not and why, and the worker's output when the review passed."""
+    data: dict[str, Any] = {"session_id": session_id, "ok": isinstance(end.result, Ok),
+                            "iteration": iteration, "state": end.state}
+    if isinstance(end.result, Ok):
+        data["output"] = end.result.value.report["output"]
+        data["reason"] = "review passed"
+    else:
+        data["reason"] = str(end.result.error)
+        if end.feedback is not None:
+            data["feedback"] = end.feedback
+    return data
 
 
 def _narrowing(log: SessionLog, d: dict[str, Any], allowed: tuple[str, ...]) -> Result[Any]:

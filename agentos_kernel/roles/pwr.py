@@ -29,6 +29,24 @@ class PwrOutcome:
     """How many REWORK rounds it took."""
 
 
+@dataclass(frozen=True)
+class PassEnd:
+    """How one pass ended: the terminal state the Stop hook is told about (flow.py)."""
+
+    state: str
+    """DONE (review passed), ESCALATED (review still failing when rework ran out) or FAILED
+    (a role's turn failed closed: malformed output, provider error, loop bound, ...)."""
+    result: Result[PwrOutcome]
+    """Ok with what the pass produced (DONE), else the Err that ended it (already logged)."""
+    event_id: str | None = None
+    """The id of the agent.transition into `state`."""
+    feedback: str | None = None
+    """The last failed review's feedback, handed to the next pass's lead."""
+    ends_session: bool = False
+    """The failure is a refusal of the profile itself (SELF_REVIEW), which no further pass can
+    change: the session closes without asking the Stop hook."""
+
+
 STAGES = ("LEAD", "PLAN", "WORK", "REVIEW")
 """The states a pass can resume at (a fork): the start of a role's turn."""
 
@@ -50,6 +68,8 @@ class Resume:
     """The worker_report_v1 under review (REVIEW)."""
     feedback: str | None = None
     """The last failed review's feedback (a WORK rework attempt)."""
+    iteration: int = 1
+    """Which pass of the session it is (a later one when the Stop hook let the loop go on)."""
 
 
 class Machine:
@@ -58,18 +78,34 @@ class Machine:
     def __init__(self, session: Any) -> None:
         self.session = session
         self.state = "INTAKE"
+        self.feedback: str | None = None
+        """The latest failed review's feedback in this pass."""
+        self.entered: str | None = None
+        """The id of the transition into `state` (None before the first, e.g. a fork's)."""
 
     def go(self, to: str, role: str | None, attempt: int = 1) -> None:
-        self.session.log.append("agent.transition", role or "system",
-                                {"from": self.state, "to": to, "role": role, "attempt": attempt})
+        self.entered = self.session.log.append(
+            "agent.transition", role or "system",
+            {"from": self.state, "to": to, "role": role, "attempt": attempt}).id
         self.state = to
 
 
 def run_pwr(session: Any, prompt: str, *, previous: dict[str, Any] | None = None,
-            resume: Resume | None = None) -> Result[PwrOutcome]:
-    """One Lead -> Planner -> Worker -> Reviewer pass with bounded rework; with `resume`,
-    the turns before `resume.stage` are taken from it instead of run."""
+            resume: Resume | None = None) -> PassEnd:
+    """One Lead -> Planner -> Worker -> Reviewer pass with bounded rework, to its terminal
+    state; with `resume`, the turns before `resume.stage` are taken from it instead of run."""
     m = Machine(session)
+    m.feedback = resume.feedback if resume else None
+    result = _pass(m, session, prompt, previous, resume)
+    if isinstance(result, Ok):
+        return PassEnd("DONE", result, m.entered)
+    return PassEnd(m.state, result, m.entered, m.feedback,
+                   result.error.code == ErrorCode.SELF_REVIEW)
+
+
+def _pass(m: Machine, session: Any, prompt: str, previous: dict[str, Any] | None,
+          resume: Resume | None) -> Result[PwrOutcome]:
+    """run_pwr's pass, moving `m` to DONE, ESCALATED or FAILED."""
     skill = session.skill_info()
     at = STAGES.index(resume.stage) if resume else -1  # -1: nothing logged yet
     if resume:
@@ -134,7 +170,7 @@ def run_pwr(session: Any, prompt: str, *, previous: dict[str, Any] | None = None
             return Ok(PwrOutcome(directive.value, plan.value, report.value, review.value,
                                  attempt - 1))
         m.go("FAIL", None, attempt)
-        feedback = review.value["feedback"]
+        feedback = m.feedback = review.value["feedback"]
         if attempt <= session.profile.max_rework:
             m.go("REWORK", "worker", attempt + 1)
     m.go("ESCALATED", None, session.profile.max_rework + 1)

@@ -12,13 +12,16 @@ the snapshot at k, under the fork's own profile, hooks and fault plan.
   does), each schema-checked again, with the fork's ids, seq, clock and hash chain, and
   parent_id pointing at the copied event. So the fork verifies, audits and replays like any
   log, and `diff parent fork` lines the two up event for event up to k.
-- Where the run resumes: at the start of a role's turn in the first plan-work-review pass.
-  Event k must be an `agent.transition` into LEAD, PLAN, WORK or REVIEW, before the first
-  Stop hook fired and before the close. At that point everything the rest of the pass
-  needs is in the log (the prompt, the skill and its tool scope, the directive, the plan,
-  the report under review, the last review's feedback) and nothing is half done: every
-  model call and tool call before it has its answer. Any other k is refused with the list
-  of valid ones. A fork of an L8 cycle is refused too (its engine has no resume point).
+- Where the run resumes: at the start of a role's turn in a plan-work-review pass. Event k
+  must be an `agent.transition` into LEAD, PLAN, WORK or REVIEW, before a Stop hook denied
+  (the loop's end) and before the close; in a later pass (one a Stop hook allowed) not into
+  LEAD, since what that Lead is told — how the last pass ended — is not in the log before
+  its turn. At that point everything the rest of the pass needs is in the log (the prompt,
+  the skill and its tool scope, this pass's directive, plan, report under review and last
+  review's feedback) and nothing is half done: every model call and tool call before it has
+  its answer. The resumed pass keeps its number, so the loop bound (max_iterations) counts
+  the passes before it. Any other k is refused with the list of valid ones. A fork of an L8
+  cycle is refused too (its engine has no resume point).
 """
 
 from __future__ import annotations
@@ -73,11 +76,16 @@ def fork_points(events: list[Event]) -> list[ForkPoint]:
     if any(e.type == "workflow.started" for e in events):
         return []
     points = []
+    passes = 0
     for i, e in enumerate(events, 1):
-        if e.type == "session.close" or (e.type == "hook.fired" and _payload(e).get("hook") == "Stop"):
-            break
         p = _payload(e)
-        if e.type == "agent.transition" and p.get("to") in STAGES and p.get("from") != "ADVISE":
+        if e.type == "session.close" or (e.type == "hook.fired" and p.get("hook") == "Stop"
+                                         and p.get("decision") == "deny"):
+            break
+        if e.type != "agent.transition" or p.get("to") not in STAGES or p.get("from") == "ADVISE":
+            continue
+        passes += p.get("from") == "INTAKE"
+        if p["to"] != "LEAD" or passes == 1:
             points.append(ForkPoint(i, p["to"], int(p.get("attempt") or 1)))
     return points
 
@@ -164,7 +172,13 @@ def _state(rt: Runtime, prefix: list[Event], stage: str, attempt: int
         if e.type == "hook.fired" and p.get("hook") == "UserPromptSubmit" \
                 and isinstance(p.get("output"), dict) and "prompt" in p["output"]:
             prompt = p["output"]["prompt"]
+    starts = [i for i, e in enumerate(prefix) if e.type == "agent.transition"
+              and _payload(e).get("from") == "INTAKE"]  # each pass's INTAKE -> LEAD
+    if len(starts) > rt.profile.max_iterations:
+        return _refused(ErrorCode.CONFIG_INVALID, f"the fork resumes pass {len(starts)}, past "
+                        f"this profile's max_iterations ({rt.profile.max_iterations})")
     last = {e.type: _payload(e) for e in prefix}  # the latest payload of each type
+    this_pass = {e.type: _payload(e) for e in prefix[starts[-1] if starts else 0:]}
     skill, allowed = None, frozenset[str]()
     if "skill.invoke" in last:
         name = last["skill.invoke"].get("skill")
@@ -175,13 +189,14 @@ def _state(rt: Runtime, prefix: list[Event], stage: str, attempt: int
     # What the turns before `stage` handed on (pwr.run_pwr takes them from here, not a model):
     # a log this runtime wrote has each; one re-chained by hand may not.
     for handed in ("lead.directive", "plan.created", "worker.report")[:STAGES.index(stage)]:
-        if handed not in last:
+        if handed not in this_pass:
             return _refused(ErrorCode.CONFIG_INVALID, f"the parent's log has no {handed} before "
                             f"its {stage} transition, so the fork has nothing to hand on there")
-    review = last.get("review.result", {})
+    review = this_pass.get("review.result", {})
     return prompt, skill, allowed, Resume(
-        stage, attempt, last.get("lead.directive"), last.get("plan.created"),
-        last.get("worker.report"), review.get("feedback") if review.get("verdict") == "fail" else None)
+        stage, attempt, this_pass.get("lead.directive"), this_pass.get("plan.created"),
+        this_pass.get("worker.report"),
+        review.get("feedback") if review.get("verdict") == "fail" else None, max(len(starts), 1))
 
 
 def _not_a_point(parent: str, at: int, events: list[Event]) -> str:
@@ -193,7 +208,8 @@ def _not_a_point(parent: str, at: int, events: list[Event]) -> str:
     what = (f"event {at} is a {events[at - 1].type}" if 1 <= at <= len(events)
             else f"it has events 1..{len(events)}")
     return (f"cannot fork {parent}@{at}: {what}; a fork resumes at the start of a role's turn "
-            f"(an agent.transition into LEAD, PLAN, WORK or REVIEW, in the first pass). "
+            f"(an agent.transition into LEAD, PLAN, WORK or REVIEW before a Stop hook denied; "
+            f"LEAD only in the first pass). "
             f"Valid K for {parent}: {', '.join(str(p) for p in points)}")
 
 

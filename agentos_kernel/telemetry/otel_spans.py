@@ -272,6 +272,11 @@ class SpanBuilder:
             reason = str(self.redact(str(p.get("reason", ""))))
             m = _CODE.match(reason)
             root.fail(m.group(1) if m else self.root_cause or "_OTHER", reason)
+        elif p.get("ok") is True and root.error is not None:
+            # a failed pass (its escalation is a root span event) that the Stop hook let go
+            # on to a passing one: the session's verdict is ok, its span is not an error
+            root.error = None
+            root.attrs.pop("error.type", None)
         done.append(self._end(root, now, ev))
         self.root = None
         return done

@@ -14,7 +14,7 @@ from ..jupyter.conftest import LABS, lab_notebooks
 from ..jupyter.test_notebooks import VOLATILE, texts
 
 EXPECTED = ["lab-01-tools", "lab-02-hooks", "lab-03-skills", "lab-04-handoffs", "lab-05-cycles",
-            "lab-07-mcp", "lab-08-context-reset", "lab-09-fanout",
+            "lab-06-ralph-loop", "lab-07-mcp", "lab-08-context-reset", "lab-09-fanout",
             "lab-10-telemetry"]
 NBGRADER_KEYS = {"grade", "grade_id", "locked", "schema_version", "solution", "task"}
 MARKERS = {"solution": ("### BEGIN SOLUTION", "### END SOLUTION"),

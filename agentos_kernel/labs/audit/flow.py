@@ -30,6 +30,8 @@ L8_REQUIRED = ("workflow.started", "workflow.completed")
 SERVED_REQUIRED = ("session.start", "hook.fired", "session.close")
 DECISIONS = ("allow", "deny", "transform")
 FAILED_STATES = ("FAIL", "FAILED", "REWORK", "ESCALATED")
+PASS_ENDS = ("DONE", "ESCALATED", "FAILED")
+"""A pass's terminal states: the Stop hook decides whether a new pass starts (from INTAKE)."""
 HANDOFFS = ("lead.directive", "plan.created", "worker.report", "review.result",
             "advisor.opinion", "scaffold.plan", "role.output")
 # A gating hook's deny must stop the step it gates: (gated event type, events that end the
@@ -42,6 +44,7 @@ GATED: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "PreToolUse": ("tool.invoke", ("llm.request", "llm.response", "session.close")),
     "PhaseAdvance": ("workflow.phase_advanced", ("workflow.completed", "workflow.aborted",
                                                  "session.close")),
+    "Stop": ("agent.transition", None),  # a deny ends the loop: no pass after it
 }
 
 
@@ -116,7 +119,8 @@ def check_tool_pairs(entries: list[Entry]) -> list[Gap]:
 
 def check_transitions(entries: list[Entry]) -> list[Gap]:
     """One PWR state machine per session: a transition leaves the state the last one entered
-    (INTAKE at the start, and again at the start of a new pass after DONE)."""
+    (INTAKE at the start, and again at the start of a new pass after a pass's terminal
+    state, DONE, ESCALATED or FAILED, when the Stop hook let the loop go on)."""
     gaps: list[Gap] = []
     state: str | None = None
     entered: Entry | None = None
@@ -129,7 +133,7 @@ def check_transitions(entries: list[Entry]) -> list[Gap]:
             continue
         if frm is not None:
             now = state or "INTAKE"
-            new_pass = frm == "INTAKE" and state in (None, "DONE")
+            new_pass = frm == "INTAKE" and state in (None, *PASS_ENDS)
             if frm != now and not new_pass:
                 since = f" (entered at seq {entered.seq})" if entered else ""
                 gaps.append(e.gap("transition", f"agent.transition from {frm} to {to}, but the agent "
