@@ -133,6 +133,11 @@ def _hidden_here(path: Path, nb: Any) -> tuple[str, ...] | None:
     shipped = shipped_lab(path.name, ids)
     if shipped is None:
         return None
+    from .shipped import shipped_hidden
+
+    released = shipped_hidden(shipped)  # a wheel carries the lab released: its manifest says
+    if released is not None:
+        return released
     return tuple(meta(c)["grade_id"] for c in read_notebook(shipped).cells if is_grade(c) and _has_hidden(c))
 
 

@@ -6,8 +6,10 @@ tests removed, outputs cleared) with its starter files. A project lab — a lab 
 notebook, such as the Lab 07 capstone — is copied as it is (its handout and starter) except
 its `solution/`. The lab sources — model solutions, hidden tests, a project's reference
 solution, the instructors' guide `labs/README.md` — are copied only with `instructor=True`.
-The notebooks come from the installed package (the wheel carries them as
-`_reference/notebooks`) or, in a checkout, from the repository's `notebooks/`.
+The notebooks come from the repository's `notebooks/` in a checkout, or from the installed
+package: the wheel carries them as `_reference/notebooks` **already released** (hatch_build.py
+writes this module's student copy there, with a manifest, shipped.py), because a student's
+code can read the installed package; so from a wheel, `instructor=True` is refused.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ LABS = "labs"
 """The folder of lab folders inside the notebooks folder."""
 SOLUTION = "solution"
 """A project lab's reference solution folder: the instructor's, never in a student copy."""
+RELEASED_MANIFEST = ".agentos-released.json"
+"""Marks a notebooks folder whose labs are released already (the wheel's), and says per lab
+notebook what was taken out (shipped.py writes it, at wheel build time)."""
 
 
 def notebooks_dir() -> Path:
@@ -87,6 +92,10 @@ def copy_notebooks(dest: Path | str, *, instructor: bool = False, force: bool = 
     if not src.is_dir():
         raise LabInputError(f"{src}: no notebooks here; this installation does not carry them "
                             "(reinstall agentos-kernel from its wheel or a checkout)")
+    if (src / RELEASED_MANIFEST).is_file():
+        from .shipped import copy_released
+
+        return copy_released(dest, src, instructor=instructor, force=force)
     teaching = _teaching_files(src)
     labs = _lab_folders(src)
     if instructor:
