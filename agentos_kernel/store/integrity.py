@@ -117,6 +117,7 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
     notes: list[str] = []
     unterminated = False
     offset = 0
+    fast = scan.fast
     for n, raw in enumerate(lines, 1):
         offset += len(raw)
         if not raw.strip():
@@ -132,9 +133,12 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
                 torn = TornTail(path, n, offset - len(raw), len(raw))
                 break
             scan.events += 1
+            scan.next_id = None
             if scan.problem is None:
                 scan.problem = Finding("bad-envelope", n, None, f"line {n} is not JSON ({exc}): a "
                                        "line in the middle of a log is never torn, so it was damaged")
+            continue
+        if raw[-1] == 0x0A and fast(n, obj, raw):  # the common case: the next canonical link
             continue
         if not raw.endswith(b"\n"):
             unterminated = True

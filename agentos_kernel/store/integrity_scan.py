@@ -1,6 +1,9 @@
 """L4 integrity, line by line: the checks `integrity.verify_lines` runs on each complete line of
 a log (envelope, key held twice, folder, place, chain, close), in the order docs/log-format.md
-gives, and the Finding each names. One pass, streaming: a Scan holds the ids and seqs seen."""
+gives, and the Finding each names. One pass, streaming, in bounded state for a log our writer
+wrote (what was seen: integrity_seen.py); a line that is the next canonical link of the chain
+is checked by `Scan.fast` without building an Event (docs/reliability.md "What verify
+checks, and how")."""
 
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ import orjson
 
 from .dupkeys import duplicate_key
 from .events import Event, LogError, canonical, chain_of
+from .integrity_seen import Seen, id_form
+
+_SORT = orjson.OPT_SORT_KEYS
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,7 @@ class Finding:
     """What was found and what it means, in one sentence."""
 
 
-class Scan:
+class Scan(Seen):
     """The state of one pass over a log: the first problem, and what it needs to name it
     (integrity.verify_lines feeds it each complete line)."""
 
@@ -49,14 +55,15 @@ class Scan:
         self.numbered: bool | None = None
         self.session_id: str | None = None
         self.prev_chain: str | None = None
-        self.prev_seq = 0
-        self.ids: dict[str, int] = {}  # id -> line
-        self.seqs: dict[int, int] = {}  # seq -> line
+        super().__init__()
+        self.next_id: str | None = None  # the id `fast` expects next (None: `fast` is off)
+        self.prev_link = b""  # prev_chain, encoded
         self.closed_at: int | None = None
         self.gap: tuple[int, int, int] | None = None  # (line, first missing seq, seq found)
 
     def line(self, n: int, obj: Any, raw: bytes) -> None:
         self.events += 1
+        self.next_id = None  # `fast` resumes only after this line checks out
         if self.problem is not None:
             self._after_problem(n, obj)
             return
@@ -69,16 +76,62 @@ class Scan:
         self.problem = self._check(n, ev, obj, raw)
         if self.problem is not None:
             return
-        self.ids[ev.id] = n
-        if ev.seq is not None:
-            self.seqs[ev.seq] = n
+        if self.events == 1 and self.numbered:
+            self.id_form = id_form(ev.id, ev.seq)
+        if not self.writers(ev.id, ev.seq):
+            self.ids[ev.id] = n
+            if self.numbered:
+                self.other_seqs.add(ev.seq)  # type: ignore[arg-type]  # an int: _seq checked it
         self.prev_chain, self.prev_seq = ev.chain, ev.seq or 0
+        self.prev_link = (ev.chain or "").encode()
+        self.next_id = self._next_id()
         if ev.chain is not None and ev.chain == self.anchor:
             self.anchored_at = self.events
         if ev.type == "session.close" and self.closed_at is None:
             self.closed_at = n
 
+    def fast(self, n: int, obj: Any, raw: bytes) -> bool:
+        """Check a line that is the next canonical, chained link of a numbered log whose
+        first event was read; False (nothing done) when it is anything else: `line` then
+        checks it the general way and names what is wrong."""
+        if self.next_id is None:  # no first event yet, or a log that is not our writer's
+            return False
+        try:  # ten keys, each one of the event's: the keys are the fields
+            if (len(obj) != 10 or type(t := obj["type"]) is not str or obj["seq"] != self.prev_seq + 1
+                    or obj["id"] != self.next_id or obj["session_id"] != self.session_id
+                    or type(chain := obj["chain"]) is not str or type(obj["ts"]) is not str
+                    or type(obj["actor"]) is not str or "payload" not in obj or "parent_id" not in obj
+                    or "schema_version" not in obj or type(obj["seq"]) is not int):
+                return False
+            enc = orjson.dumps(obj, option=_SORT)
+        except (KeyError, TypeError, orjson.JSONEncodeError):
+            return False
+        if (len(raw) != len(enc) + 1 or not raw.startswith(enc) or (at := enc.find(b',"chain":"')) <= 0
+                or (self.closed_at is not None and t != "event.amended")
+                or hashlib.sha256(self.prev_link + enc[:at] + enc[at + 75:]).hexdigest() != chain):
+            return False
+        self.events += 1
+        self.prev_chain, self.prev_seq = chain, self.prev_seq + 1
+        self.prev_link = chain.encode()
+        self.next_id = self._next_id()
+        if chain == self.anchor:
+            self.anchored_at = self.events
+        if t == "session.close" and self.closed_at is None:
+            self.closed_at = n
+        return True
+
+    def _next_id(self) -> str | None:
+        """The writer's id of the next seq, when the log is chained, numbered and its ids
+        the writer's, with no id of that form kept (else None: `fast` does not apply)."""
+        form = self.id_form
+        if form is None or not self.chained or self.problem is not None:
+            return None
+        eid = form[0] + format(self.prev_seq + 1, form[1])
+        return None if eid in self.ids else eid
+
     def blank_line(self, n: int) -> None:
+        if self.problem is None:
+            self.blanks.append(n)
         if self.blank is None:
             self.blank = Finding("blank-line", n, None, f"line {n} is blank: our writer never writes "
                                  "one, so the file was edited (the events around it are checked on)")
@@ -110,9 +163,9 @@ class Scan:
                 self.misplaced = Finding("misplaced", n, ev.seq, f"line {n} belongs to session "
                                          f"{ev.session_id!r}, but the log lies in the folder of "
                                          f"{self.folder!r}: another session's log was copied or moved here")
-        if ev.id in self.ids:
+        if (first := self.seen(ev.id)) is not None:
             return Finding("duplicated", n, ev.seq, f"line {n} repeats event {ev.id!r}, first written "
-                                                    f"at line {self.ids[ev.id]}: a line was copied")
+                                                    f"at line {first}: a line was copied")
         if self.numbered:
             found = self._seq(n, ev)
             if found is not None:
@@ -149,8 +202,8 @@ class Scan:
         if not isinstance(seq, int) or isinstance(seq, bool):
             return Finding("bad-envelope", n, None, f"line {n} has no integer seq while the log is "
                                                     "numbered: every line carries one, 1..N")
-        if seq in self.seqs:
-            return Finding("duplicated", n, seq, f"line {n} repeats seq {seq} of line {self.seqs[seq]}: "
+        if 1 <= seq < want:  # seqs so far are 1..want-1, each once
+            return Finding("duplicated", n, seq, f"line {n} repeats seq {seq} of line {self.line_of(seq)}: "
                                                  "a line was copied")
         if seq < want:
             return Finding("reordered", n, seq, f"line {n} holds seq {seq} after seq {self.prev_seq}: "
