@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentos_kernel.store import integrity
 from agentos_kernel.store.events import canonical
 from agentos_kernel.store.integrity import verify_lines, verify_log
-from agentos_kernel.store.integrity_scan import Scan
 from agentos_kernel.testing import write_long_session
 
 from .helpers import Run
@@ -30,7 +30,7 @@ def log(canonical_run: Run) -> Lines:
 
 def _general(monkeypatch: pytest.MonkeyPatch, data: Lines) -> object:
     with monkeypatch.context() as m:
-        m.setattr(Scan, "fast", lambda self, n, obj, raw: False)
+        m.setattr(integrity, "FAST", False)
         return verify_lines(data, Path("x.jsonl")).to_dict()
 
 

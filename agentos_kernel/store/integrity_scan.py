@@ -8,6 +8,7 @@ checks, and how")."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,11 @@ from typing import Any
 import orjson
 
 from .dupkeys import duplicate_key
-from .events import Event, LogError, canonical, chain_of
+from .events import FIELD_NAMES, Event, LogError, canonical, chain_of
 from .integrity_seen import Seen, id_form
 
 _SORT = orjson.OPT_SORT_KEYS
+_FIELDS = frozenset(FIELD_NAMES)
 
 
 @dataclass(frozen=True)
@@ -90,35 +92,47 @@ class Scan(Seen):
         if ev.type == "session.close" and self.closed_at is None:
             self.closed_at = n
 
-    def fast(self, n: int, obj: Any, raw: bytes) -> bool:
-        """Check a line that is the next canonical, chained link of a numbered log whose
-        first event was read; False (nothing done) when it is anything else: `line` then
-        checks it the general way and names what is wrong."""
-        if self.next_id is None:  # no first event yet, or a log that is not our writer's
-            return False
-        try:  # ten keys, each one of the event's: the keys are the fields
-            if (len(obj) != 10 or type(t := obj["type"]) is not str or obj["seq"] != self.prev_seq + 1
-                    or obj["id"] != self.next_id or obj["session_id"] != self.session_id
-                    or type(chain := obj["chain"]) is not str or type(obj["ts"]) is not str
-                    or type(obj["actor"]) is not str or "payload" not in obj or "parent_id" not in obj
-                    or "schema_version" not in obj or type(obj["seq"]) is not int):
-                return False
-            enc = orjson.dumps(obj, option=_SORT)
-        except (KeyError, TypeError, orjson.JSONEncodeError):
-            return False
-        if (len(raw) != len(enc) + 1 or not raw.startswith(enc) or (at := enc.find(b',"chain":"')) <= 0
-                or (self.closed_at is not None and t != "event.amended")
-                or hashlib.sha256(self.prev_link + enc[:at] + enc[at + 75:]).hexdigest() != chain):
-            return False
-        self.events += 1
-        self.prev_chain, self.prev_seq = chain, self.prev_seq + 1
-        self.prev_link = chain.encode()
-        self.next_id = self._next_id()
-        if chain == self.anchor:
-            self.anchored_at = self.events
-        if t == "session.close" and self.closed_at is None:
-            self.closed_at = n
-        return True
+    def run(self, lines: Iterator[tuple[int, bytes]]) -> tuple[tuple[int, bytes] | None, int]:
+        """Take (line number, bytes) from `lines` while each is the next canonical, chained
+        link of a numbered log with the writer's ids (`next_id` set); return the first line
+        it does not take (None at the end), to be checked the general way (`line`), and the
+        bytes taken. What it takes, the general way would take too (test_verify_bounded.py)."""
+        loads, dumps, sha = orjson.loads, orjson.dumps, hashlib.sha256
+        seq, link, eid, sid = self.prev_seq, self.prev_link, self.next_id, self.session_id
+        prefix, fmt = self.id_form or ("", "")
+        ids, anchor, closed, events, used = self.ids, self.anchor, self.closed_at, self.events, 0
+        chain: Any = None
+        stop, last = None, self.prev_chain
+        for n, raw in lines:
+            try:  # the ten fields, no other key
+                obj = loads(raw)
+                if (obj.keys() != _FIELDS or obj["id"] != eid or type(q := obj["seq"]) is not int
+                        or q != seq + 1 or obj["session_id"] != sid or type(t := obj["type"]) is not str
+                        or type(obj["ts"]) is not str or type(obj["actor"]) is not str
+                        or (closed is not None and t != "event.amended")):
+                    stop = n, raw
+                    break
+                enc = dumps(obj, option=_SORT)
+            except (orjson.JSONDecodeError, orjson.JSONEncodeError, AttributeError, TypeError):
+                stop = n, raw
+                break
+            # The chain is a str when it equals the digest's.
+            if (len(raw) != len(enc) + 1 or raw[-1] != 0x0A or not raw.startswith(enc)
+                    or (at := enc.find(b',"chain":"')) <= 0
+                    or sha(link + enc[:at] + enc[at + 75:]).hexdigest() != (chain := obj["chain"])):
+                stop = n, raw
+                break
+            seq, events, used, link, last = seq + 1, events + 1, used + len(raw), chain.encode(), chain
+            eid = prefix + format(seq + 1, fmt)
+            if eid in ids:  # an id of that form kept: the general way finds the copy
+                eid = None
+            if chain == anchor:
+                self.anchored_at = events
+            if t == "session.close" and closed is None:
+                closed = n
+        self.prev_seq, self.prev_link, self.next_id, self.prev_chain = seq, link, eid, last
+        self.closed_at, self.events = closed, events
+        return stop, used
 
     def _next_id(self) -> str | None:
         """The writer's id of the next seq, when the log is chained, numbered and its ids
