@@ -23,7 +23,7 @@ from ..schemas.registry import SchemaRegistry
 from ..schemas.textcheck import text_error
 from ..skills import frontmatter
 from ..skills.registry import discover
-from ..store.events import LOG_NAME, TornTailWarning
+from ..store.events import LOG_NAME, Event, TornTailWarning
 from ..store.integrity import VerifyReport, verify_log
 from ..store.replay.fold import replay
 from ..store.replay.summary import summarize, summarize_path
@@ -55,7 +55,8 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
     # One Runtime per workspace, loaded again only when a contract file changed.
     rt = cached_runtime(workspace, profile=profile, faults=plan)
     live_trace = LiveTrace() if live else None
-    with rt.watching(live_trace) if live_trace else contextlib.nullcontext():
+    logged: list[Event] = []  # the events as they were appended: not read back from the log
+    with rt.watching(live_trace) if live_trace else contextlib.nullcontext(), rt.watching(logged.append):
         try:
             if cycle is not None:
                 return _run_cycle(rt, cycle, prompt, session, mode)
@@ -69,7 +70,19 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
     assert sid is not None  # an Err without a session raised above
     return _read_back(rt, sid, prompt, ok=not isinstance(result, Err),
                       output=None if isinstance(result, Err) else result.value.output,
-                      error=result.error if isinstance(result, Err) else None)
+                      error=result.error if isinstance(result, Err) else None,
+                      logged=_whole_log(logged, sid))
+
+
+def _whole_log(logged: list[Event], sid: str) -> tuple[Event, ...] | None:
+    """The session's events as appended, when they are its whole log (seqs 1..N, as a new
+    session's are); None to read the log back instead. Each is the event whose canonical
+    bytes the line holds (SessionLog.append), equal to what reading it back gives
+    (tests/jupyter/test_agent_events.py)."""
+    events = tuple(e for e in logged if e.session_id == sid)
+    if not events or any(e.seq != i for i, e in enumerate(events, 1)):
+        return None
+    return events
 
 
 def fork_agent(target: str, *, profile: str | None = None, faults: str | None = None,
@@ -110,8 +123,9 @@ def _run_cycle(rt: Runtime, cycle: str, prompt: str, session: str | None, mode: 
 
 
 def _read_back(rt: Runtime, sid: str, prompt: str, *, ok: bool, output: str | None,
-               error: DomainError | None, cycle: CycleInfo | None = None) -> AgentRun:
-    events = tuple(rt.events(sid))
+               error: DomainError | None, cycle: CycleInfo | None = None,
+               logged: tuple[Event, ...] | None = None) -> AgentRun:
+    events = logged if logged is not None else tuple(rt.events(sid))
     start = events[0].payload if events and isinstance(events[0].payload, dict) else {}
     return AgentRun(
         # The prompt as the log holds it: redacted (L6) when a hook or a secret changed it.
