@@ -5,7 +5,6 @@ traced memory of a verify does not grow with the log. Counts bytes, never second
 
 from __future__ import annotations
 
-import contextlib
 import tracemalloc
 from pathlib import Path
 
@@ -39,6 +38,14 @@ _OPS = st.lists(st.tuples(st.sampled_from(["delete", "copy", "copy-rechain", "bl
                           st.integers(0, 40), st.integers(0, 40)), max_size=3)
 
 
+def _rechained(data: Lines, start: int) -> Lines:
+    """`rechain` from `start`, or the lines as they are when one on the way is not an event."""
+    try:
+        return rechain(data, start)
+    except (orjson.JSONDecodeError, TypeError, AttributeError):
+        return data
+
+
 def _apply(data: Lines, ops: list[tuple[str, int, int]]) -> Lines:
     for op, a, b in ops:
         if not data:
@@ -49,7 +56,7 @@ def _apply(data: Lines, ops: list[tuple[str, int, int]]) -> Lines:
         elif op == "copy":
             data = [*data[:j], data[i], *data[j:]]
         elif op == "copy-rechain":
-            data = rechain([*data[:j], data[i], *data[j:]], j) if data[i].strip() else data
+            data = _rechained([*data[:j], data[i], *data[j:]], j)
         elif op == "blank":
             data = [*data[:i], b"\n", *data[i:]]
         elif op == "swap":
@@ -67,9 +74,8 @@ def _apply(data: Lines, ops: list[tuple[str, int, int]]) -> Lines:
                 data = edited(data, i, seq=j + 1)
             else:
                 data = edited(data, i, id=f"{obj.get('session_id')}-e{j + 1:04d}")
-        elif op == "rechain" and data[i].strip():
-            with contextlib.suppress(orjson.JSONDecodeError, TypeError):
-                data = rechain(data, i)
+        elif op == "rechain":
+            data = _rechained(data, i)
     return data
 
 
