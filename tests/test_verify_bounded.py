@@ -137,3 +137,52 @@ def test_verify_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
     verify_log(short)  # warm: imports, interned strings
     assert verify_log(long).ok
     assert _peak(lambda: verify_log(long)) - _peak(lambda: verify_log(short)) < 20_000
+
+
+def _with_ids(data: Lines, ids: list[str]) -> Lines:
+    """The log with each event's id replaced (parent links followed), its chain recomputed."""
+    new = {}
+    out = []
+    for line, eid in zip(data, ids, strict=True):
+        obj = orjson.loads(line)
+        new[obj["id"]] = eid
+        obj["id"], obj["parent_id"] = eid, new.get(obj["parent_id"], obj["parent_id"])
+        out.append(canonical(obj) + b"\n")
+    return rechain(out)
+
+
+def _rising(k: int) -> list[str]:
+    """Ids that rise as a live run's UUIDv7s do (and do not end in the seq)."""
+    return [f"0190{i:012x}-7abc-x" for i in range(1, k + 1)]
+
+
+def test_rising_ids_are_not_kept_and_a_copy_among_them_is_found(log: Lines, tmp_path: Path) -> None:
+    data = _with_ids(log, _rising(len(log)))
+    assert verify_log(write(tmp_path, data)).ok
+    copy = orjson.loads(data[9])  # line 10's event again at line 21, renumbered and rechained
+    tampered = rechain([*data[:20], canonical({**copy, "seq": 21}) + b"\n",
+                        *(canonical({**orjson.loads(x), "seq": orjson.loads(x)["seq"] + 1}) + b"\n"
+                          for x in data[20:])], 20)
+    for report in (verify_log(write(tmp_path, tampered)), verify_lines(tampered, Path("x.jsonl"))):
+        assert report.problem is not None
+        assert (report.problem.kind, report.problem.line) == ("duplicated", 21), report.problem
+        assert "first written at line 10" in report.problem.message
+
+
+def test_ids_in_no_order_are_kept_and_a_copy_found(log: Lines, tmp_path: Path) -> None:
+    ids = [f"id-{(i * 7919) % 1009}-z" for i in range(1, len(log) + 1)]  # distinct, not rising
+    ids[25] = ids[4]
+    report = verify_log(write(tmp_path, _with_ids(log, ids)))
+    assert report.problem is not None and (report.problem.kind, report.problem.line) == ("duplicated", 26)
+    assert "first written at line 5" in report.problem.message
+
+
+def test_verify_memory_does_not_grow_with_a_log_of_rising_ids(tmp_path: Path) -> None:
+    logs = []
+    for name, k in (("a", 1000), ("b", 8000)):
+        data = write_long_session(tmp_path, name, k).read_bytes().splitlines(keepends=True)
+        logs.append(write(tmp_path, _with_ids(data, _rising(k)), f"{name}.jsonl"))
+    short, long = logs
+    verify_log(short)
+    assert verify_log(long).ok
+    assert _peak(lambda: verify_log(long)) - _peak(lambda: verify_log(short)) < 20_000

@@ -13,7 +13,7 @@ The checks of each line are in integrity_scan.py.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -101,21 +101,33 @@ def verify_log(path: Path, expected_head: str | None = None) -> VerifyReport:
     path = Path(path)
     folder = Path(os.path.abspath(path)).parent.name if path.name == LOG_NAME else None
     with path.open("rb") as f:
-        return verify_lines(f, path, expected_head, folder)
+        return verify_lines(f, path, expected_head, folder, reread=lambda: _file_lines(path))
+
+
+def _file_lines(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as f:
+        yield from f
 
 
 def verify_session(store: Any, session_id: str, expected_head: str | None = None) -> VerifyReport:
     """`verify_log` of one session of a store (JSONL or PostgreSQL: anything with `lines` and
     `path`), over its lines as stored; they must be `session_id`'s."""
-    return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head, session_id)
+    return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head, session_id,
+                        reread=lambda: store.lines(session_id))
 
 
 def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None = None,
-                 session_id: str | None = None) -> VerifyReport:
+                 session_id: str | None = None, *,
+                 reread: Callable[[], Iterable[bytes]] | None = None) -> VerifyReport:
     """`verify_log` over a log's lines (each with its newline) from anywhere, e.g. a database
     (pg_store.PostgresEventStore.lines); `path` names the log in the report. `session_id`:
-    the session the log is stored as (its folder, its rows), which its events must name."""
+    the session the log is stored as (its folder, its rows), which its events must name.
+    `reread`: the same lines again (a list is its own), so that rising ids need not be kept
+    (integrity_seen.py); without it every id that is not the writer's counter form is kept."""
     scan = Scan(path, expected_head, session_id)
+    if reread is None and isinstance(lines, list | tuple):
+        reread = lambda: lines  # noqa: E731 - a list reads again as it is
+    scan.reread = reread
     torn: TornTail | None = None
     notes: list[str] = []
     unterminated = False

@@ -80,10 +80,7 @@ class Scan(Seen):
             return
         if self.events == 1 and self.numbered:
             self.id_form = id_form(ev.id, ev.seq)
-        if not self.writers(ev.id, ev.seq):
-            self.ids[ev.id] = n
-            if self.numbered:
-                self.other_seqs.add(ev.seq)  # type: ignore[arg-type]  # an int: _seq checked it
+        self.record(ev.id, ev.seq, n)
         self.prev_chain, self.prev_seq = ev.chain, ev.seq or 0
         self.prev_link = (ev.chain or "").encode()
         self.next_id = self._next_id()
@@ -177,7 +174,7 @@ class Scan(Seen):
                 self.misplaced = Finding("misplaced", n, ev.seq, f"line {n} belongs to session "
                                          f"{ev.session_id!r}, but the log lies in the folder of "
                                          f"{self.folder!r}: another session's log was copied or moved here")
-        if (first := self.seen(ev.id)) is not None:
+        if (first := self.seen(ev.id, n)) is not None:
             return Finding("duplicated", n, ev.seq, f"line {n} repeats event {ev.id!r}, first written "
                                                     f"at line {first}: a line was copied")
         if self.numbered:
