@@ -83,8 +83,9 @@ def _apply(data: Lines, ops: list[tuple[str, int, int]]) -> Lines:
 @given(ops=_OPS)
 def test_the_fast_path_reports_what_the_general_path_does(log: Lines, monkeypatch: pytest.MonkeyPatch,
                                                           ops: list[tuple[str, int, int]]) -> None:
-    data = _apply(list(log), ops)
-    assert verify_lines(data, Path("x.jsonl")).to_dict() == _general(monkeypatch, data)
+    for base in (list(log), _with_ids(log, _rising(len(log)))):  # the writer's ids, rising ids
+        data = _apply(base, ops)
+        assert verify_lines(data, Path("x.jsonl")).to_dict() == _general(monkeypatch, data)
 
 
 def test_a_copied_event_renumbered_and_rechained_is_named_by_its_id_past_a_blank_line(

@@ -58,7 +58,8 @@ class Scan(Seen):
         self.session_id: str | None = None
         self.prev_chain: str | None = None
         super().__init__()
-        self.next_id: str | None = None  # the id `fast` expects next (None: `fast` is off)
+        self.next_id: str | bool | None = None  # the id `run` expects next (True: any id above
+        # the last, the ids rising; None: `run` is off)
         self.prev_link = b""  # prev_chain, encoded
         self.closed_at: int | None = None
         self.gap: tuple[int, int, int] | None = None  # (line, first missing seq, seq found)
@@ -91,7 +92,7 @@ class Scan(Seen):
 
     def run(self, lines: Iterator[tuple[int, bytes]]) -> tuple[tuple[int, bytes] | None, int]:
         """Take (line number, bytes) from `lines` while each is the next canonical, chained
-        link of a numbered log with the writer's ids (`next_id` set); return the first line
+        link of a numbered log with the writer's or rising ids (`next_id`); return the first line
         it does not take (None at the end), to be checked the general way (`line`), and the
         bytes taken. What it takes, the general way would take too (test_verify_bounded.py)."""
         loads, dumps, sha = orjson.loads, orjson.dumps, hashlib.sha256
@@ -99,11 +100,13 @@ class Scan(Seen):
         prefix, fmt = self.id_form or ("", "")
         ids, anchor, closed, events, used = self.ids, self.anchor, self.closed_at, self.events, 0
         chain: Any = None
+        top: Any = self.top
         stop, last = None, self.prev_chain
         for n, raw in lines:
             try:  # the ten fields, no other key
                 obj = loads(raw)
-                if (obj.keys() != _FIELDS or obj["id"] != eid or type(q := obj["seq"]) is not int
+                if (obj.keys() != _FIELDS or (i := obj["id"]) is None or (i != eid if eid is not True else (
+                        type(i) is not str or i <= top)) or type(q := obj["seq"]) is not int
                         or q != seq + 1 or obj["session_id"] != sid or type(t := obj["type"]) is not str
                         or type(obj["ts"]) is not str or type(obj["actor"]) is not str
                         or (closed is not None and t != "event.amended")):
@@ -120,23 +123,28 @@ class Scan(Seen):
                 stop = n, raw
                 break
             seq, events, used, link, last = seq + 1, events + 1, used + len(raw), chain.encode(), chain
-            eid = prefix + format(seq + 1, fmt)
-            if eid in ids:  # an id of that form kept: the general way finds the copy
-                eid = None
+            if eid is True:
+                top = i
+            else:
+                eid = prefix + format(seq + 1, fmt)
+                if eid in ids:  # an id of that form kept: the general way finds the copy
+                    eid = None
             if chain == anchor:
                 self.anchored_at = events
             if t == "session.close" and closed is None:
                 closed = n
-        self.prev_seq, self.prev_link, self.next_id, self.prev_chain = seq, link, eid, last
+        self.prev_seq, self.prev_link, self.next_id, self.prev_chain, self.top = seq, link, eid, last, top
         self.closed_at, self.events = closed, events
         return stop, used
 
-    def _next_id(self) -> str | None:
+    def _next_id(self) -> str | bool | None:
         """The writer's id of the next seq, when the log is chained, numbered and its ids
         the writer's, with no id of that form kept (else None: `fast` does not apply)."""
         form = self.id_form
-        if form is None or not self.chained or self.problem is not None:
+        if not self.chained or not self.numbered or self.problem is not None:
             return None
+        if form is None:
+            return True if self.top is not None else None
         eid = form[0] + format(self.prev_seq + 1, form[1])
         return None if eid in self.ids else eid
 
