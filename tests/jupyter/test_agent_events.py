@@ -50,3 +50,17 @@ def test_usage_is_formatted_once_and_help_is_unchanged(monkeypatch: pytest.Monke
     assert AGENT.format_help() == fresh
     assert AGENT.parse_line("--help") is None
     assert capsys.readouterr().out == fresh + "\n"
+
+
+def test_a_run_counts_its_layers_once_however_often_it_is_shown(ws: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.jupyter import display
+
+    calls: list[int] = []
+    real = display.layer_counts
+    monkeypatch.setattr(display, "layer_counts", lambda events: calls.append(1) or real(events))
+    run = api.run_agent("hello, greet Ada", workspace=ws)
+    text, html = repr(run), run._repr_html_()
+    assert (repr(run), run._repr_html_()) == (text, html)
+    assert calls == [1]
+    assert "events:" in text and "L4" in html
