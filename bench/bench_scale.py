@@ -25,6 +25,8 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
 - chain: `verify_log`, `replay --summary` (verify, then summarize_path) and `audit_log`
   against an orjson + sha256 fold of the same lines (issue 24), per-round ratios and
   peak traced memory at 10k / 100k / 1M events (audit only up to 100k: it keeps every entry).
+- rss: peak resident memory (`ru_maxrss`) of `agentos verify`, `agentos replay --summary` and
+  `agentos audit` at 10k / 100k / 1M events, each in a fresh interpreter.
 - verify: `verify_log` (`agentos verify`: every line's envelope, place and chain) on a log
   of N events: throughput, and against the same orjson fold as replay's, interleaved.
 """
@@ -228,6 +230,36 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> li
     return rows
 
 
+RSS = ("import resource, sys\n"
+       "from agentos_kernel.cli.main import main\n"
+       "sys.stdout = open('/dev/null', 'w'); code = main(sys.argv[1:]); sys.stdout = sys.__stdout__\n"
+       "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+
+
+def bench_rss(tmp: Path, sizes: list[int]) -> list[str]:
+    """Peak resident memory (`ru_maxrss`, the whole process, the interpreter included) of
+    `agentos verify ID`, `agentos replay ID --summary` and `agentos audit PATH`, each in a
+    fresh interpreter, on a session of N events in a workspace."""
+    import subprocess
+
+    ws = init_workspace(tmp / "rss")
+    rows = []
+    for n in sizes:
+        sid = f"long{n}"
+        log = write_long_session(ws / "sessions", sid, n)
+        for name, argv in (("agentos verify", ["--workspace", str(ws), "verify", sid]),
+                           ("agentos replay --summary", ["--workspace", str(ws), "replay", sid, "--summary"]),
+                           ("agentos audit", ["audit", str(log)])):
+            if name == "agentos audit" and n > 100_000:
+                continue  # it keeps every entry: a million would take gigabytes
+            out = subprocess.run([sys.executable, "-c", RSS, *argv], capture_output=True, text=True,
+                                 cwd=tempfile.gettempdir())
+            code, kb = out.stdout.split()[-2:]
+            rows.append(f"| {name} | {n:,} | {int(kb) / 1024:.0f} MB | exit {code} |")
+        log.unlink()
+    return rows
+
+
 def bench_agent(tmp: Path, n: int) -> list[str]:
     from agentos_kernel import Runtime
     from agentos_kernel.jupyter import runtime_cache
@@ -355,6 +387,7 @@ SECTIONS: dict[str, Callable[[Path, argparse.Namespace], list[str]]] = {
                                               (0, 1000) if a.quick else (0, 1000, 10_000)),
     "chain": lambda tmp, a: bench_chain(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
                                         5, 100_000),
+    "rss": lambda tmp, a: bench_rss(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000]),
     "verify": lambda tmp, a: bench_verify(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
                                           5 if a.quick else 3),
 }
@@ -371,6 +404,7 @@ HEADERS = {
     "sessions": "| new session in a workspace of | median | vs empty (goal: 1.0x) |\n|---|---|---|",
     "chain": "| reads the whole log | events | time (median) | vs the orjson + sha256 fold, per round "
              "(min / median) | peak traced | load average after |\n|---|---|---|---|---|---|",
+    "rss": "| command (fresh interpreter) | events | peak resident (ru_maxrss) | |\n|---|---|---|---|",
     "verify": "| verify | events | time (median) | throughput | vs an orjson fold | goal |\n"
               "|---|---|---|---|---|---|",
 }
