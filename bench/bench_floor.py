@@ -36,7 +36,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from agentos_kernel.workspace import reference_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_peers import CANONICAL, machine, workspaces
+from bench_peers import rounds as interleaved
 
 SORT = orjson.OPT_SORT_KEYS
 
@@ -123,28 +123,10 @@ def line_magic(ws: Path) -> Callable[[], Any]:
     return run
 
 
-def interleaved(contenders: dict[str, Callable[[], Any]], n: int) -> dict[str, list[float]]:
-    """Seconds per call of each contender in each of `n` rounds (order rotating), after
-    three warm-up calls each."""
-    for fn in contenders.values():
-        for _ in range(3):
-            fn()
-    times: dict[str, list[float]] = {k: [] for k in contenders}
-    names = list(contenders)
-    for r in range(n):
-        for name in names[r % len(names):] + names[: r % len(names)]:
-            if (setup := getattr(contenders[name], "setup", None)) is not None:
-                setup()
-            t = time.perf_counter()
-            contenders[name]()
-            times[name].append(time.perf_counter() - t)
-    return times
-
-
 def ratio_row(times: dict[str, list[float]], top: str, base: str, goal: float) -> str:
     ratios = [a / b for a, b in zip(times[top], times[base], strict=True)]
     lo, med = min(ratios), statistics.median(ratios)
-    ms = statistics.median(times[top]) * 1e3, statistics.median(times[base]) * 1e3
+    ms = statistics.median(times[top]), statistics.median(times[base])  # ms already
     return (f"| {top} / {base} | {lo:.2f}× | {med:.2f}× | {ms[0]:.3f} / {ms[1]:.3f} ms | "
             f"≤ {goal:.2f}× {'✓' if med <= goal else '✗'} |")
 
@@ -159,11 +141,11 @@ def main() -> None:
         _, nosync = workspaces(tmp)
         contenders = {"request, fsync never": request(nosync), "floor": floor_writer(tmp / "floor"),
                       "%agent": magic(nosync), "%agent line, displayed": line_magic(nosync)}
-        times = interleaved(contenders, args.rounds)
+        times = interleaved(contenders, args.rounds, "request, floor, %agent")
         # A phase of its own: the garbage a new Runtime leaves is collected in whichever
         # call comes next, which would be another contender's.
         times |= interleaved({"%agent, warm": magic(nosync),
-                              "%agent, fresh kernel": magic(nosync, fresh=True)}, args.rounds)
+                              "%agent, fresh kernel": magic(nosync, fresh=True)}, args.rounds, "fresh kernel")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load_after = Path("/proc/loadavg").read_text().split()[:3]

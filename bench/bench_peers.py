@@ -96,28 +96,45 @@ def agentos_magic(ws: Path) -> Callable[[], Any]:
 
 # -- LangGraph ----------------------------------------------------------------------------
 
+def langgraph_models() -> tuple[Any, Any, Any, Any]:
+    """LangChain's fake chat models for the lead, planner, worker (a tool call, then its
+    report) and reviewer, answering in turn forever."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    def fake(*answers: AIMessage) -> GenericFakeChatModel:
+        return GenericFakeChatModel(messages=itertools.cycle(answers))
+
+    return (fake(AIMessage(json.dumps(LEAD))), fake(AIMessage(json.dumps(PLAN))),
+            fake(AIMessage("", tool_calls=[{"name": "echo", "args": {"text": "Hello, Ada!"}, "id": "t1"}]),
+                 AIMessage(json.dumps(REPORT))),
+            fake(AIMessage(json.dumps(REVIEW))))
+
+
+def json_node(model: Any, system: str, read: Callable[[Any], str], key: str) -> Callable[[Any], Any]:
+    """A graph node that asks `model` (the system prompt, then `read(state)`) and stores its
+    JSON answer under `key`."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    def node(s: Any) -> Any:
+        return {key: json.loads(model.invoke([SystemMessage(system), HumanMessage(read(s))]).content)}
+
+    return node
+
+
 def langgraph_flow(checkpoints: Path | None = None) -> Callable[[], Any]:
     """LangGraph's graph; with `checkpoints`, compiled with its SQLite checkpointer writing
     that file (each run a new thread, as each of our requests is a new session)."""
     import uuid
     from typing import Annotated, TypedDict
 
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langchain_core.messages import HumanMessage, SystemMessage
     from langchain_core.tools import tool
     from langgraph.graph import END, START, StateGraph
     from langgraph.graph.message import add_messages
     from langgraph.prebuilt import ToolNode
 
-    def fake(*answers: AIMessage) -> GenericFakeChatModel:
-        return GenericFakeChatModel(messages=itertools.cycle(answers))
-
-    lead = fake(AIMessage(json.dumps(LEAD)))
-    planner = fake(AIMessage(json.dumps(PLAN)))
-    worker = fake(AIMessage("", tool_calls=[{"name": "echo", "args": {"text": "Hello, Ada!"},
-                                             "id": "t1"}]),
-                  AIMessage(json.dumps(REPORT)))
-    reviewer = fake(AIMessage(json.dumps(REVIEW)))
+    lead, planner, worker, reviewer = langgraph_models()
 
     class State(TypedDict, total=False):
         prompt: str
@@ -127,9 +144,7 @@ def langgraph_flow(checkpoints: Path | None = None) -> Callable[[], Any]:
         report: dict[str, Any]
         verdict: dict[str, Any]
 
-    def lead_node(s: State) -> State:
-        r = lead.invoke([SystemMessage("You are the lead."), HumanMessage(s["prompt"])])
-        return {"directive": json.loads(r.content)}
+    lead_node = json_node(lead, "You are the lead.", lambda s: s["prompt"], "directive")
 
     def planner_node(s: State) -> State:
         r = planner.invoke([SystemMessage("You are the planner."), HumanMessage(json.dumps(s["directive"]))])
@@ -140,9 +155,7 @@ def langgraph_flow(checkpoints: Path | None = None) -> Callable[[], Any]:
         r = worker.invoke(s["messages"])
         return {"messages": [r]} if r.tool_calls else {"messages": [r], "report": json.loads(r.content)}
 
-    def reviewer_node(s: State) -> State:
-        r = reviewer.invoke([SystemMessage("You are the reviewer."), HumanMessage(json.dumps(s["report"]))])
-        return {"verdict": json.loads(r.content)}
+    reviewer_node = json_node(reviewer, "You are the reviewer.", lambda s: json.dumps(s["report"]), "verdict")
 
     g = StateGraph(State)
     for name, fn in (("lead", lead_node), ("planner", planner_node), ("worker", worker_node),
@@ -181,20 +194,11 @@ def langgraph_lean() -> Callable[[], Any]:
     its tool itself (no ToolNode, no conditional edge), as a hand-written graph would."""
     from typing import TypedDict
 
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
     from langchain_core.tools import tool
     from langgraph.graph import END, START, StateGraph
 
-    def fake(*answers: AIMessage) -> GenericFakeChatModel:
-        return GenericFakeChatModel(messages=itertools.cycle(answers))
-
-    lead = fake(AIMessage(json.dumps(LEAD)))
-    planner = fake(AIMessage(json.dumps(PLAN)))
-    worker = fake(AIMessage("", tool_calls=[{"name": "echo", "args": {"text": "Hello, Ada!"},
-                                             "id": "t1"}]),
-                  AIMessage(json.dumps(REPORT)))
-    reviewer = fake(AIMessage(json.dumps(REVIEW)))
+    lead, planner, worker, reviewer = langgraph_models()
     echo_tool = tool(echo)
 
     class State(TypedDict, total=False):
@@ -204,9 +208,7 @@ def langgraph_lean() -> Callable[[], Any]:
         report: dict[str, Any]
         verdict: dict[str, Any]
 
-    def lead_node(s: State) -> State:
-        r = lead.invoke([SystemMessage("You are the lead."), HumanMessage(s["prompt"])])
-        return {"directive": json.loads(r.content)}
+    lead_node = json_node(lead, "You are the lead.", lambda s: s["prompt"], "directive")
 
     def planner_node(s: State) -> State:
         r = planner.invoke([SystemMessage("You are the planner."), HumanMessage(json.dumps(s["directive"]))])
@@ -223,9 +225,7 @@ def langgraph_lean() -> Callable[[], Any]:
             r = worker.invoke(messages)
         return {"report": json.loads(r.content)}
 
-    def reviewer_node(s: State) -> State:
-        r = reviewer.invoke([SystemMessage("You are the reviewer."), HumanMessage(json.dumps(s["report"]))])
-        return {"verdict": json.loads(r.content)}
+    reviewer_node = json_node(reviewer, "You are the reviewer.", lambda s: json.dumps(s["report"]), "verdict")
 
     g = StateGraph(State)
     nodes = (("lead", lead_node), ("planner", planner_node), ("worker", worker_node),
@@ -380,6 +380,8 @@ def rounds(contenders: dict[str, Callable[[], Any]], n: int, what: str) -> dict[
     names = list(contenders)
     for r in range(n):
         for name in names[r % len(names):] + names[: r % len(names)]:
+            if (setup := getattr(contenders[name], "setup", None)) is not None:
+                setup()  # untimed: what the contender needs before each call
             t = time.perf_counter()
             contenders[name]()
             times[name].append((time.perf_counter() - t) * 1000)

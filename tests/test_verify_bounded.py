@@ -5,7 +5,6 @@ traced memory of a verify does not grow with the log. Counts bytes, never second
 
 from __future__ import annotations
 
-import tracemalloc
 from pathlib import Path
 
 import orjson
@@ -19,7 +18,8 @@ from agentos_kernel.store.integrity import verify_lines, verify_log
 from agentos_kernel.testing import write_long_session
 
 from .helpers import Run
-from .test_verify import Lines, edited, rechain, write
+from .test_replay_summary import _peak
+from .test_verify import Lines, bare, edited, rechain, write
 
 
 @pytest.fixture
@@ -114,23 +114,10 @@ def test_an_id_that_is_not_the_writers_is_kept_and_its_copy_found(log: Lines, tm
 
 
 def test_a_log_without_seq_or_chain_still_finds_a_repeated_id(log: Lines, tmp_path: Path) -> None:
-    plain = []
-    for x in log:
-        obj = orjson.loads(x)
-        del obj["seq"], obj["chain"]
-        plain.append(canonical(obj) + b"\n")
+    plain = bare(log)
     report = verify_log(write(tmp_path, [*plain, plain[4]]))
     assert report.problem is not None and (report.problem.kind, report.problem.line) == ("duplicated", 33)
     assert "first written at line 5" in report.problem.message
-
-
-def _peak(fn: object) -> int:
-    tracemalloc.start()
-    try:
-        fn()  # type: ignore[operator]
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def test_verify_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
