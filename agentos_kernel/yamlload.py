@@ -75,18 +75,18 @@ def _bounded_loader() -> type:
 
 
 _PURE = object()
-_NOT_PLAIN = re.compile(r"[^\x20-\x7e\n]|[!&*|>%@`{}\[\]\\?]|^(?:---|\.\.\.)", re.M)
-# What plain block YAML never holds: anything but printable ASCII and newlines, tags,
-# anchors and aliases, block scalars, directives, flow collections, escapes, complex keys,
-# document markers. libyaml and PyYAML's own parser read some of these differently (a lone
-# `!`, `>#`, a trailing tab), so only the rest goes to libyaml.
+_NOT_PLAIN = re.compile(r"[^\x20-\x7e\n]|[!&*|>%@\\?]|^(?:---|\.\.\.)", re.M)
+# What plain YAML never holds: anything but printable ASCII and newlines, tags, anchors and
+# aliases, block scalars, directives, escapes, complex keys, document markers. libyaml and
+# PyYAML's own parser read some of these differently (a lone `!`, `>#`, a trailing tab), so
+# only the rest goes to libyaml (flow collections, as agentos.yaml's hooks, included).
 
 
 def _plain_load(text: str) -> Any:
-    """What the bounded loader reads from `text`, read by libyaml when `text` is plain block
-    YAML no deeper than the bound; else _PURE (no libyaml, not plain, too deep, or any
+    """What the bounded loader reads from `text`, read by libyaml when `text` is plain YAML
+    no deeper than the bound; else _PURE (no libyaml, not plain, too deep, or any
     error: the bounded loader reads it again and raises its own error, with its line).
-    A workspace's frontmatter is plain: a fresh kernel's first `%agent` loads a dozen
+    A workspace's frontmatter and agentos.yaml are: a fresh kernel's first `%agent` loads a dozen
     (issue 24; tests/test_yaml_plain.py compares the two loaders)."""
     import yaml
 

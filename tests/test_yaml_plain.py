@@ -46,19 +46,19 @@ _DOCS = st.recursive(_LEAF, lambda inner: st.lists(inner, max_size=4) | st.dicti
     max_leaves=25)
 
 
-@settings(max_examples=1000, deadline=None)
-@given(doc=_DOCS)
-def test_documents_read_the_same(doc: Any) -> None:
-    _same(yaml.safe_dump(doc, default_flow_style=False))
+@settings(max_examples=1500, deadline=None)
+@given(doc=_DOCS, style=st.sampled_from([False, None, True]))
+def test_documents_read_the_same(doc: Any, style: bool | None) -> None:
+    _same(yaml.safe_dump(doc, default_flow_style=style))
 
 
 @settings(max_examples=3000, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(list("ab1.:-# '\"\n,=+^~()$;")), max_size=40))
+@given(text=st.text(alphabet=st.sampled_from(list("ab1.:-# '\"\n,=+^~()$;{}[]`")), max_size=40))
 def test_any_plain_text_reads_the_same_or_goes_the_pure_way(text: str) -> None:
     _same(text)
 
 
-@pytest.mark.parametrize("text", ["!", ">#", "1\t", "a: !x", "a: &x 1\nb: *x", "a: |\n  x", "a: [1]",
+@pytest.mark.parametrize("text", ["!", ">#", "1\t", "a: !x", "a: &x 1\nb: *x", "a: |\n  x",
                                   "\u00e9: 1", "a: 1\r\n", "%YAML 1.1\n---\na: 1", "? a\n: b", 'a: "\\x41"'])
 def test_what_libyaml_reads_otherwise_goes_the_pure_way(text: str) -> None:
     assert _plain_load(text) is _PURE
@@ -82,4 +82,4 @@ def test_a_workspace_reads_its_frontmatter_through_libyaml(monkeypatch: pytest.M
     real = yamlload._bounded_loader
     monkeypatch.setattr(yamlload, "_bounded_loader", lambda: pure.append(1) or real())
     Runtime.from_workspace(None)  # the bundled workspace: skills, agents, agentos.yaml
-    assert len(pure) <= 1  # agentos.yaml holds flow collections: the pure loader reads it
+    assert pure == []
