@@ -22,7 +22,7 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
   orjson fold of the same lines (parse each line, read its payload), interleaved.
 - sessions: a new session (counter found afresh, as a new Runtime does) in workspaces of
   0, 1k and 10k sessions.
-- chain: `verify_log`, `replay --summary` (verify, then summarize_path) and `audit_log`
+- chain: `verify_log`, `replay --summary` (Runtime.verified_summary) and `audit_log`
   against an orjson + sha256 fold of the same lines (issue 24), per-round ratios and
   peak traced memory at 10k / 100k / 1M events (audit only up to 100k: it keeps every entry).
 - rss: peak resident memory (`ru_maxrss`) of `agentos verify`, `agentos replay --summary` and
@@ -178,22 +178,24 @@ def bench_verify(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
 
 
 def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> list[str]:
-    """verify_log, `replay --summary` (verify, then the bounded summary: what `agentos replay
-    ID --summary` runs on a JSONL log) and audit_log against an orjson + sha256 fold of the
-    same lines (each line parsed, and hashed after the previous digest), interleaved, in
-    CPU time (the machine is shared); peak traced memory of each in a separate pass.
+    """verify_log, `replay --summary` (what `agentos replay ID --summary` runs: the verify
+    pass folding the bounded summary, Runtime.verified_summary) and audit_log against an
+    orjson + sha256 fold of the same lines (each line parsed, and hashed after the previous
+    digest), interleaved, in CPU time (the machine is shared); peak traced memory of each in
+    a separate pass.
     audit_log keeps every entry: only up to `audit_upto` events."""
     import hashlib
 
     import orjson
 
+    from agentos_kernel import Runtime
     from agentos_kernel.labs.audit.log import audit_log
     from agentos_kernel.store.integrity import verify_log
-    from agentos_kernel.store.replay.summary import summarize_path
 
+    rt = Runtime.from_workspace(init_workspace(tmp / "chain"))
     rows = []
     for n in sizes:
-        path = write_long_session(tmp / "chain", f"long{n}", n)
+        path = write_long_session(rt.workspace.sessions, f"long{n}", n)
         os.sync()
 
         def fold(path: Path = path) -> None:
@@ -203,9 +205,9 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> li
                     orjson.loads(line)
                     prev = hashlib.sha256(prev + line).hexdigest().encode()
 
-        def replay_summary(path: Path = path) -> None:
-            assert verify_log(path).ok
-            summarize_path(path)
+        def replay_summary(sid: str = f"long{n}") -> None:  # what `agentos replay --summary` runs
+            report, summary = rt.verified_summary(sid)
+            assert report.ok and summary is not None
 
         arms: dict[str, Callable[[], object]] = {"fold": fold, "verify_log": lambda p=path: verify_log(p),
                                                  "replay --summary": replay_summary}

@@ -47,8 +47,13 @@ def _checked(log: Path | VerifyReport, sid: str, strict: bool) -> int | None:
 def cmd_replay(args: argparse.Namespace) -> int:
     rt = runtime_from_args(args)
     sid = session_arg(args.session_id)
-    if rt.store.exists(sid) and (code := _checked(verify_session(rt.store, sid), sid, args.strict)
-                                 ) is not None:
+    recent = RECENT if args.recent is None else args.recent
+    # --summary of the whole log: verified and summarized in one pass (None: read it again)
+    one_pass = args.summary and args.at is None and recent >= 0 and rt.store.exists(sid)
+    report, summary = rt.verified_summary(sid, recent) if one_pass else (None, None)
+    if report is None and rt.store.exists(sid):
+        report = verify_session(rt.store, sid)
+    if report is not None and (code := _checked(report, sid, args.strict)) is not None:
         return code
     if args.recent is not None and not args.summary:
         raise UsageError("--recent sets how many items --summary keeps; add --summary")
@@ -56,8 +61,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"--recent {args.recent} is negative; use 0 or more")
     with warnings.catch_warnings():  # a torn line was reported above; say it once
         warnings.simplefilter("ignore", TornTailWarning)
-        snap = rt.replay_summary(sid, args.at, RECENT if args.recent is None else args.recent) \
-            if args.summary else rt.replay(sid, args.at)
+        snap = rt.replay(sid, args.at) if not args.summary else (
+            summary if summary is not None else rt.replay_summary(sid, args.at, recent))
     if args.at is not None and snap.events < args.at:  # the log ended first: say so, not the end state
         raise UsageError(f"--at {args.at} is out of range: {args.session_id} has {snap.events} events; "
                          f"use 0..{snap.events}")

@@ -109,25 +109,30 @@ def _file_lines(path: Path) -> Iterator[bytes]:
         yield from f
 
 
-def verify_session(store: Any, session_id: str, expected_head: str | None = None) -> VerifyReport:
+def verify_session(store: Any, session_id: str, expected_head: str | None = None, *,
+                   each: Callable[[dict[str, Any]], None] | None = None) -> VerifyReport:
     """`verify_log` of one session of a store (JSONL or PostgreSQL: anything with `lines` and
-    `path`), over its lines as stored; they must be `session_id`'s."""
+    `path`), over its lines as stored; they must be `session_id`'s. `each`: as verify_lines."""
     return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head, session_id,
-                        reread=lambda: store.lines(session_id))
+                        reread=lambda: store.lines(session_id), each=each)
 
 
 def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None = None,
                  session_id: str | None = None, *,
-                 reread: Callable[[], Iterable[bytes]] | None = None) -> VerifyReport:
+                 reread: Callable[[], Iterable[bytes]] | None = None,
+                 each: Callable[[dict[str, Any]], None] | None = None) -> VerifyReport:
     """`verify_log` over a log's lines (each with its newline) from anywhere, e.g. a database
     (pg_store.PostgresEventStore.lines); `path` names the log in the report. `session_id`:
     the session the log is stored as (its folder, its rows), which its events must name.
     `reread`: the same lines again (a list is its own), so that rising ids need not be kept
-    (integrity_seen.py); without it every id that is not the writer's counter form is kept."""
+    (integrity_seen.py); without it every id that is not the writer's counter form is kept.
+    `each`: called with every event read before the first problem, in order (a summary
+    folded in the same pass: `store.reading.verified_summary`)."""
     scan = Scan(path, expected_head, session_id)
     if reread is None and isinstance(lines, list | tuple):
         reread = lambda: lines  # noqa: E731 - a list reads again as it is
     scan.reread = reread
+    scan.each = each
     torn: TornTail | None = None
     notes: list[str] = []
     unterminated = False
@@ -158,6 +163,8 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
                 unterminated = True
                 notes.append(f"line {n} is complete but has no final newline (--repair adds it)")
             scan.line(n, obj, raw)
+            if each is not None and scan.problem is None:
+                each(obj)
             if scan.next_id is None or not FAST:
                 break
             stop, used = scan.run(it)

@@ -8,7 +8,7 @@ checks, and how")."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ class Scan(Seen):
         self.session_id: str | None = None
         self.prev_chain: str | None = None
         super().__init__()
+        self.each: Callable[[dict[str, Any]], None] | None = None  # each event, as it checks out
         self.next_id: str | bool | None = None  # the id `run` expects next (True: any id above
         # the last, the ids rising; None: `run` is off)
         self.prev_link = b""  # prev_chain, encoded
@@ -99,6 +100,7 @@ class Scan(Seen):
         seq, link, eid, sid = self.prev_seq, self.prev_link, self.next_id, self.session_id
         prefix, fmt = self.id_form or ("", "")
         ids, anchor, closed, events, used = self.ids, self.anchor, self.closed_at, self.events, 0
+        each = self.each
         chain: Any = None
         top: Any = self.top
         stop, last = None, self.prev_chain
@@ -122,6 +124,8 @@ class Scan(Seen):
                     or sha(link + enc[:at] + enc[at + 75:]).hexdigest() != (chain := obj["chain"])):
                 stop = n, raw
                 break
+            if each is not None:
+                each(obj)
             seq, events, used, link, last = seq + 1, events + 1, used + len(raw), chain.encode(), chain
             if eid is True:
                 top = i
