@@ -52,9 +52,9 @@ class FrontmatterError(ValueError):
 @cache
 def _bounded_loader() -> type:
     """SafeLoader that refuses nesting past MAX_YAML_DEPTH (a YAMLError with its line). The
-    pure-Python loader, not libyaml's: only its composer can be stopped as it recurses, and
-    contract YAML is small (MAX_YAML_CHARS); loading a whole workspace is cached anyway
-    (runtime_cache.py)."""
+    pure-Python loader, not libyaml's: only its composer can be stopped as it recurses. Plain
+    YAML goes to libyaml first (`_plain_load`, its depth checked from the events); this
+    loader reads the rest, and raises every error a user sees."""
     import yaml
 
     class BoundedLoader(yaml.SafeLoader):
