@@ -14,6 +14,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..config import load_config
 from ..errors import DomainError, Err, Problem
 from ..kernel import Runtime
@@ -23,7 +25,7 @@ from ..schemas.registry import SchemaRegistry
 from ..schemas.textcheck import text_error
 from ..skills import frontmatter
 from ..skills.registry import discover
-from ..store.events import LOG_NAME, Event, TornTailWarning
+from ..store.events import LOG_NAME, Event, TornTailWarning, canonical
 from ..store.integrity import VerifyReport, verify_log
 from ..store.replay.fold import replay
 from ..store.replay.summary import summarize, summarize_path
@@ -76,13 +78,14 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
 
 def _whole_log(logged: list[Event], sid: str) -> tuple[Event, ...] | None:
     """The session's events as appended, when they are its whole log (seqs 1..N, as a new
-    session's are); None to read the log back instead. Each is the event whose canonical
-    bytes the line holds (SessionLog.append), equal to what reading it back gives
-    (tests/jupyter/test_agent_events.py)."""
-    events = tuple(e for e in logged if e.session_id == sid)
+    session's are); None to read the log back instead. Each line holds its event's canonical
+    bytes (SessionLog.append), so each is made from those bytes as reading the line back
+    would (keys in their stored order, a NaN as null), without reading the file
+    (tests/jupyter/test_agent_events.py compares them)."""
+    events = [e for e in logged if e.session_id == sid]
     if not events or any(e.seq != i for i, e in enumerate(events, 1)):
         return None
-    return events
+    return tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
 
 
 def fork_agent(target: str, *, profile: str | None = None, faults: str | None = None,
