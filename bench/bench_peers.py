@@ -15,7 +15,7 @@ LangGraph graph. Contenders:
   policy `close`: the log, its directory and sessions/ at close); and the same with
   `fsync: never` (flush only).
 - `agentos %agent`: the notebook path (`jupyter.api.run_agent`): the Runtime cached per
-  workspace (its contract files stat-checked on every call), the log read back and replayed.
+  workspace (its contract files stat-checked on every call), its events as appended (not read back), replayed.
 - LangGraph, Pydantic AI, the OpenAI Agents SDK: the same flow (lead, planner, worker with one
   `echo` tool call, reviewer: five model calls, one tool call, JSON answers parsed) with
   each framework's own fake model, nothing persisted, no schema checks, no hooks. LangGraph

@@ -91,7 +91,7 @@ class CycleInfo:
 
 @dataclass(frozen=True)
 class AgentRun:
-    """What `%agent` returns: one request's verdict and its events, read back from the log."""
+    """What `%agent` returns: one request's verdict and its events, as the log holds them."""
 
     session_id: str
     """The session (its log is sessions/<id>/.events.jsonl)."""
