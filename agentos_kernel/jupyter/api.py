@@ -48,7 +48,8 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
               session: str | None = None, workspace: Path | str | None = None,
               cycle: str | None = None, mode: str | None = None, live: bool = False) -> AgentRun:
     """Run one request end to end (Runtime.handle_user_request), or an L8 cycle around it
-    (Runtime.run_cycle), and read its log back. A request that fails closed is still a
+    (Runtime.run_cycle), with its events as logged (a request's as they were appended, a
+    cycle's read back). A request that fails closed is still a
     session: the AgentRun says where and why. `live` prints each event's trace line as it
     is logged (a slow model is seen working)."""
     if mode is not None and cycle is None:
