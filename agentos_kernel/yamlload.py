@@ -10,6 +10,7 @@ itself is imported on the first call: `import agentos_kernel` does not load it.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -51,9 +52,9 @@ class FrontmatterError(ValueError):
 @cache
 def _bounded_loader() -> type:
     """SafeLoader that refuses nesting past MAX_YAML_DEPTH (a YAMLError with its line). The
-    pure-Python loader, not libyaml's: only its composer can be stopped as it recurses, and
-    contract YAML is small (MAX_YAML_CHARS); loading a whole workspace is cached anyway
-    (runtime_cache.py)."""
+    pure-Python loader, not libyaml's: only its composer can be stopped as it recurses. Plain
+    YAML goes to libyaml first (`_plain_load`, its depth checked from the events); this
+    loader reads the rest, and raises every error a user sees."""
     import yaml
 
     class BoundedLoader(yaml.SafeLoader):
@@ -73,6 +74,41 @@ def _bounded_loader() -> type:
     return BoundedLoader
 
 
+_PURE = object()
+_NOT_PLAIN = re.compile(r"[^\x20-\x7e\n]|[!&*|>%@\\?]|^(?:---|\.\.\.)", re.M)
+# What plain YAML never holds: anything but printable ASCII and newlines, tags, anchors and
+# aliases, block scalars, directives, escapes, complex keys, document markers. libyaml and
+# PyYAML's own parser read some of these differently (a lone `!`, `>#`, a trailing tab), so
+# only the rest goes to libyaml (flow collections, as agentos.yaml's hooks, included).
+
+
+def _plain_load(text: str) -> Any:
+    """What the bounded loader reads from `text`, read by libyaml when `text` is plain YAML
+    no deeper than the bound; else _PURE (no libyaml, not plain, too deep, or any
+    error: the bounded loader reads it again and raises its own error, with its line).
+    A workspace's frontmatter and agentos.yaml are: a fresh kernel's first `%agent` loads a dozen
+    (issue 24; tests/test_yaml_plain.py compares the two loaders)."""
+    import yaml
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is None or _NOT_PLAIN.search(text):
+        return _PURE
+    try:
+        level = 0
+        for event in yaml.parse(text, Loader=fast):
+            if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+                level += 1
+                if level > MAX_YAML_DEPTH:
+                    return _PURE
+            elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+                level -= 1
+            elif isinstance(event, yaml.ScalarEvent) and level + 1 > MAX_YAML_DEPTH:
+                return _PURE
+        return yaml.load(text, Loader=fast)
+    except yaml.YAMLError:
+        return _PURE
+
+
 def load_yaml(text: str, max_chars: int = MAX_YAML_CHARS) -> Any:
     """`yaml.safe_load` within the bounds above (a config file may pass a larger
     `max_chars`): FrontmatterError (a ValueError) names the field at fault, yaml.YAMLError
@@ -82,11 +118,13 @@ def load_yaml(text: str, max_chars: int = MAX_YAML_CHARS) -> Any:
                                "are read (put long text in the Markdown body)")
     from .schemas.registry import not_json
 
-    loader = _bounded_loader()(text)
-    try:
-        doc = loader.get_single_data()
-    finally:
-        loader.dispose()
+    doc = _plain_load(text)
+    if doc is _PURE:
+        loader = _bounded_loader()(text)
+        try:
+            doc = loader.get_single_data()
+        finally:
+            loader.dispose()
     odd = not_json(doc, max_values=MAX_YAML_VALUES, max_depth=MAX_YAML_DEPTH)
     if odd is not None:
         raise FrontmatterError(odd.message, odd.path.strip("/").replace("/", ".") or "frontmatter")

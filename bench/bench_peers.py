@@ -4,8 +4,10 @@
     python bench/bench_peers.py [--rounds 200] [--write]
 
 One process, interleaved rounds (each round runs every contender once, in a rotating order,
-so a machine that slows down mid-run slows them all alike); the figure is each contender's
-median. Contenders:
+so a machine that slows down mid-run slows them all alike); the times are each contender's
+median, the ratios are taken within each round (contender / peer in the same round) and
+reported as the minimum and the median over the rounds. The headline peer is the lean
+LangGraph graph. Contenders:
 
 - `agentos request`: `Runtime.handle_user_request("hello, greet Ada")` on the scripted
   provider, the runtime built once: every boundary schema-checked, hooks run with their
@@ -13,10 +15,13 @@ median. Contenders:
   policy `close`: the log, its directory and sessions/ at close); and the same with
   `fsync: never` (flush only).
 - `agentos %agent`: the notebook path (`jupyter.api.run_agent`): the Runtime cached per
-  workspace (its contract files stat-checked on every call), the log read back and replayed.
+  workspace (its contract files stat-checked on every call), its events as appended (not read back), replayed.
 - LangGraph, Pydantic AI, the OpenAI Agents SDK: the same flow (lead, planner, worker with one
   `echo` tool call, reviewer: five model calls, one tool call, JSON answers parsed) with
-  each framework's own fake model, nothing persisted, no schema checks, no hooks.
+  each framework's own fake model, nothing persisted, no schema checks, no hooks. LangGraph
+  twice: the graph as its tutorials build it (the tool in a separate `ToolNode` behind a
+  conditional edge from the worker: six nodes run), and a lean graph (four nodes in a line,
+  the worker node calling the tool itself), about twice as fast: the headline peer.
 - LangGraph with its SQLite checkpointer (`langgraph-checkpoint-sqlite`, WAL,
   `synchronous=FULL`): the peer at the durability of our default `fsync: close` (each of its
   checkpoints committed to disk), in a second phase of its own beside our default
@@ -56,8 +61,11 @@ REVIEW = {"verdict": "pass", "reasons": ["every plan step is completed"]}
 
 
 DURABLE_PEER = "LangGraph, SQLite checkpointer (synchronous=FULL)"
-GOAL_RATIO = {"agentos request": 1 / 3, "agentos request, fsync never": 1 / 3, "agentos %agent": 1 / 2}
-GOALS = {k: f"≤ {'⅓' if r < 0.4 else '½'} × LangGraph" for k, r in GOAL_RATIO.items()}
+LEAN = "LangGraph, lean (4 nodes, tool in the worker)"
+GOAL_RATIO = {"agentos request": 1 / 3, "agentos request, fsync never": 0.33, "agentos %agent": 1 / 2}
+GOALS = {"agentos request": "≤ ⅓ × lean (issue 12)",
+         "agentos request, fsync never": "≤ 0.33 × lean (issue 24)",
+         "agentos %agent": "≤ ½ × lean (issue 12)"}
 
 
 def echo(text: str) -> str:
@@ -88,28 +96,45 @@ def agentos_magic(ws: Path) -> Callable[[], Any]:
 
 # -- LangGraph ----------------------------------------------------------------------------
 
+def langgraph_models() -> tuple[Any, Any, Any, Any]:
+    """LangChain's fake chat models for the lead, planner, worker (a tool call, then its
+    report) and reviewer, answering in turn forever."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    def fake(*answers: AIMessage) -> GenericFakeChatModel:
+        return GenericFakeChatModel(messages=itertools.cycle(answers))
+
+    return (fake(AIMessage(json.dumps(LEAD))), fake(AIMessage(json.dumps(PLAN))),
+            fake(AIMessage("", tool_calls=[{"name": "echo", "args": {"text": "Hello, Ada!"}, "id": "t1"}]),
+                 AIMessage(json.dumps(REPORT))),
+            fake(AIMessage(json.dumps(REVIEW))))
+
+
+def json_node(model: Any, system: str, read: Callable[[Any], str], key: str) -> Callable[[Any], Any]:
+    """A graph node that asks `model` (the system prompt, then `read(state)`) and stores its
+    JSON answer under `key`."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    def node(s: Any) -> Any:
+        return {key: json.loads(model.invoke([SystemMessage(system), HumanMessage(read(s))]).content)}
+
+    return node
+
+
 def langgraph_flow(checkpoints: Path | None = None) -> Callable[[], Any]:
     """LangGraph's graph; with `checkpoints`, compiled with its SQLite checkpointer writing
     that file (each run a new thread, as each of our requests is a new session)."""
     import uuid
     from typing import Annotated, TypedDict
 
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langchain_core.messages import HumanMessage, SystemMessage
     from langchain_core.tools import tool
     from langgraph.graph import END, START, StateGraph
     from langgraph.graph.message import add_messages
     from langgraph.prebuilt import ToolNode
 
-    def fake(*answers: AIMessage) -> GenericFakeChatModel:
-        return GenericFakeChatModel(messages=itertools.cycle(answers))
-
-    lead = fake(AIMessage(json.dumps(LEAD)))
-    planner = fake(AIMessage(json.dumps(PLAN)))
-    worker = fake(AIMessage("", tool_calls=[{"name": "echo", "args": {"text": "Hello, Ada!"},
-                                             "id": "t1"}]),
-                  AIMessage(json.dumps(REPORT)))
-    reviewer = fake(AIMessage(json.dumps(REVIEW)))
+    lead, planner, worker, reviewer = langgraph_models()
 
     class State(TypedDict, total=False):
         prompt: str
@@ -119,9 +144,7 @@ def langgraph_flow(checkpoints: Path | None = None) -> Callable[[], Any]:
         report: dict[str, Any]
         verdict: dict[str, Any]
 
-    def lead_node(s: State) -> State:
-        r = lead.invoke([SystemMessage("You are the lead."), HumanMessage(s["prompt"])])
-        return {"directive": json.loads(r.content)}
+    lead_node = json_node(lead, "You are the lead.", lambda s: s["prompt"], "directive")
 
     def planner_node(s: State) -> State:
         r = planner.invoke([SystemMessage("You are the planner."), HumanMessage(json.dumps(s["directive"]))])
@@ -132,9 +155,7 @@ def langgraph_flow(checkpoints: Path | None = None) -> Callable[[], Any]:
         r = worker.invoke(s["messages"])
         return {"messages": [r]} if r.tool_calls else {"messages": [r], "report": json.loads(r.content)}
 
-    def reviewer_node(s: State) -> State:
-        r = reviewer.invoke([SystemMessage("You are the reviewer."), HumanMessage(json.dumps(s["report"]))])
-        return {"verdict": json.loads(r.content)}
+    reviewer_node = json_node(reviewer, "You are the reviewer.", lambda s: json.dumps(s["report"]), "verdict")
 
     g = StateGraph(State)
     for name, fn in (("lead", lead_node), ("planner", planner_node), ("worker", worker_node),
@@ -163,6 +184,60 @@ def langgraph_flow(checkpoints: Path | None = None) -> Callable[[], Any]:
     def run() -> Any:
         config = {"configurable": {"thread_id": uuid.uuid4().hex}} if saver else None
         out = graph.invoke({"prompt": CANONICAL}, config)
+        assert out["report"]["output"] == "Hello, Ada!" and out["verdict"]["verdict"] == "pass"
+
+    return run
+
+
+def langgraph_lean() -> Callable[[], Any]:
+    """The same flow as a leaner LangGraph graph: four nodes in a line, the worker calling
+    its tool itself (no ToolNode, no conditional edge), as a hand-written graph would."""
+    from typing import TypedDict
+
+    from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, StateGraph
+
+    lead, planner, worker, reviewer = langgraph_models()
+    echo_tool = tool(echo)
+
+    class State(TypedDict, total=False):
+        prompt: str
+        directive: dict[str, Any]
+        plan: str
+        report: dict[str, Any]
+        verdict: dict[str, Any]
+
+    lead_node = json_node(lead, "You are the lead.", lambda s: s["prompt"], "directive")
+
+    def planner_node(s: State) -> State:
+        r = planner.invoke([SystemMessage("You are the planner."), HumanMessage(json.dumps(s["directive"]))])
+        json.loads(r.content)
+        return {"plan": r.content}
+
+    def worker_node(s: State) -> State:
+        messages: list[Any] = [SystemMessage("You are the worker."), HumanMessage(s["plan"])]
+        r = worker.invoke(messages)
+        while r.tool_calls:
+            messages.append(r)
+            for call in r.tool_calls:
+                messages.append(ToolMessage(echo_tool.invoke(call["args"]), tool_call_id=call["id"]))
+            r = worker.invoke(messages)
+        return {"report": json.loads(r.content)}
+
+    reviewer_node = json_node(reviewer, "You are the reviewer.", lambda s: json.dumps(s["report"]), "verdict")
+
+    g = StateGraph(State)
+    nodes = (("lead", lead_node), ("planner", planner_node), ("worker", worker_node),
+             ("reviewer", reviewer_node))
+    for name, fn in nodes:
+        g.add_node(name, fn)
+    for a, b in zip([START, *(n for n, _ in nodes)], [*(n for n, _ in nodes), END], strict=True):
+        g.add_edge(a, b)
+    graph = g.compile()
+
+    def run() -> Any:
+        out = graph.invoke({"prompt": CANONICAL})
         assert out["report"]["output"] == "Hello, Ada!" and out["verdict"]["verdict"] == "pass"
 
     return run
@@ -276,8 +351,27 @@ def floors(log: Path, tmp: Path) -> dict[str, Callable[[], Any]]:
     return {"floor: 32 events json.dumps+write+flush": write_flush, "floor: orjson fold of 32 events": fold}
 
 
-def rounds(contenders: dict[str, Callable[[], Any]], n: int, what: str) -> dict[str, float]:
-    """Each contender's median ms over `n` interleaved rounds (the order rotating each
+def workspaces(tmp: Path) -> tuple[Path, Path]:
+    """A demo workspace under `tmp` (the default `fsync: close`, its first session run) and a
+    copy of it at `fsync: never` (flush only)."""
+    ws = tmp / "ws"
+    with open(os.devnull, "w") as null:
+        stdout, sys.stdout = sys.stdout, null
+        try:
+            cli_main(["init", str(ws)])
+            cli_main(["--workspace", str(ws), "demo"])
+        finally:
+            sys.stdout = stdout
+    nosync = tmp / "ws-nosync"
+    shutil.copytree(ws, nosync)
+    config = nosync / "agentos.yaml"
+    config.write_text(config.read_text().replace("    model: scripted-1\n",
+                                                 "    model: scripted-1\n    fsync: never\n", 1))
+    return ws, nosync
+
+
+def rounds(contenders: dict[str, Callable[[], Any]], n: int, what: str) -> dict[str, list[float]]:
+    """Each contender's ms in each of `n` interleaved rounds (the order rotating each
     round), after three warm-up calls each."""
     for fn in contenders.values():  # warm up: imports, caches, first compiles
         for _ in range(3):
@@ -286,12 +380,20 @@ def rounds(contenders: dict[str, Callable[[], Any]], n: int, what: str) -> dict[
     names = list(contenders)
     for r in range(n):
         for name in names[r % len(names):] + names[: r % len(names)]:
+            if (setup := getattr(contenders[name], "setup", None)) is not None:
+                setup()  # untimed: what the contender needs before each call
             t = time.perf_counter()
             contenders[name]()
             times[name].append((time.perf_counter() - t) * 1000)
         if r % 50 == 49:
             print(f"  {what}: {r + 1}/{n} rounds", file=sys.stderr)
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times
+
+
+def per_round(times: dict[str, list[float]], top: str, base: str) -> tuple[float, float]:
+    """(min, median) over the rounds of `top`'s time / `base`'s time in the same round."""
+    ratios = [a / b for a, b in zip(times[top], times[base], strict=True)]
+    return min(ratios), statistics.median(ratios)
 
 
 def machine() -> str:
@@ -311,40 +413,35 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="append the table to bench/RESULTS.md")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="agentos-bench-"))
-    ws = tmp / "ws"
-    with open(os.devnull, "w") as null:
-        stdout, sys.stdout = sys.stdout, null
-        try:
-            cli_main(["init", str(ws)])
-            cli_main(["--workspace", str(ws), "demo"])
-        finally:
-            sys.stdout = stdout
-    nosync = tmp / "ws-nosync"  # the same workspace with fsync: never (flush only)
-    shutil.copytree(ws, nosync)
-    config = nosync / "agentos.yaml"
-    config.write_text(config.read_text().replace("    model: scripted-1\n",
-                                                 "    model: scripted-1\n    fsync: never\n", 1))
+    ws, nosync = workspaces(tmp)
     contenders: dict[str, Callable[[], Any]] = {"agentos request": agentos_request(ws),
                                                 "agentos request, fsync never": agentos_request(nosync),
                                                 "agentos %agent": agentos_magic(ws)}
-    for name, make in (("LangGraph", langgraph_flow), ("Pydantic AI", pydantic_ai_flow),
-                       ("OpenAI Agents SDK", openai_agents_flow)):
+    for name, make in ((LEAN, langgraph_lean), ("LangGraph", langgraph_flow),
+                       ("Pydantic AI", pydantic_ai_flow), ("OpenAI Agents SDK", openai_agents_flow)):
         try:
             contenders[name] = make()
         except ImportError as exc:
             print(f"skipped {name}: {exc} (pip install -e '.[bench]')", file=sys.stderr)
     contenders.update(floors(ws / "sessions" / "s0001" / ".events.jsonl", tmp))
-    med = rounds(contenders, args.rounds, "in-memory peers")
-    ours, peer = med["agentos request"], med.get("LangGraph")
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    times = rounds(contenders, args.rounds, "in-memory peers")
+    med = {k: statistics.median(v) for k, v in times.items()}
+    ours, peer = med["agentos request"], LEAN if LEAN in med else None
     rows = []
     for k, v in med.items():
-        vs_peer = f"{v / peer:.2f}×" if peer else "-"
+        lo, mid = per_round(times, k, peer) if peer else (0.0, 0.0)
+        vs_peer = f"{lo:.2f}× / {mid:.2f}×" if peer else "-"
+        vs_tool = f"{per_round(times, k, 'LangGraph')[1]:.2f}×" if "LangGraph" in med else "-"
         goal = GOALS.get(k, "")
-        met = "" if not (goal and peer) else (" ✓" if v / peer <= GOAL_RATIO[k] else " ✗")
-        rows.append(f"| {k} | {v:.3f} | {v / ours:.2f}× | {vs_peer} | {goal}{met} |")
-    table = "\n".join([f"Machine: {machine()}; {args.rounds} interleaved rounds, medians.", "",
-                       "| contender | ms per request | × agentos request | × LangGraph | goal (issue 12) |",
-                       "|---|---|---|---|---|", *rows])
+        met = "" if not (goal and peer) else (" ✓" if mid <= GOAL_RATIO[k] else " ✗")
+        rows.append(f"| {k} | {v:.3f} | {v / ours:.2f}× | {vs_peer} | {vs_tool} | {goal}{met} |")
+    table = "\n".join([f"Machine: {machine()}; {args.rounds} interleaved rounds; ms: medians; ratios "
+                       f"taken within each round, min / median over the rounds; load average "
+                       f"{' '.join(load)} at the start.", "",
+                       "| contender | ms per request | × agentos request | × lean LangGraph (min / median) "
+                       "| × LangGraph with ToolNode (median) | goal |",
+                       "|---|---|---|---|---|---|", *rows])
     # At equal durability, in a phase of its own: the SQLite checkpointer's fsyncs would
     # otherwise land in the middle of the in-memory contenders' rounds.
     try:
@@ -353,7 +450,7 @@ def main() -> None:
     except ImportError as exc:
         print(f"skipped {DURABLE_PEER}: {exc} (pip install -e '.[bench]')", file=sys.stderr)
     else:
-        dmed = rounds(durable, args.rounds, "durable peer")
+        dmed = {k: statistics.median(v) for k, v in rounds(durable, args.rounds, "durable peer").items()}
         base = dmed[DURABLE_PEER]
         ratio = dmed["agentos request (fsync: close)"] / base
         table += "\n".join(["", "", "Each request durable on disk when it returns:", "",

@@ -1,6 +1,6 @@
 """Class-scale benchmarks for issue 12 (run by hand, never in the test suite).
 
-    python bench/bench_scale.py [--quick] [--only widgets,agent,import,sessions,l8,figures,replay,verify]
+    python bench/bench_scale.py [--quick] [--only SECTION,...]  (sections: see below)
 
 Prints Markdown rows for bench/RESULTS.md, each with the goal beside it. Every figure is a
 median of interleaved runs in one process (the machine's 2 cores are shared), except the
@@ -22,6 +22,11 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
   orjson fold of the same lines (parse each line, read its payload), interleaved.
 - sessions: a new session (counter found afresh, as a new Runtime does) in workspaces of
   0, 1k and 10k sessions.
+- chain: `verify_log`, `replay --summary` (Runtime.verified_summary) and `audit_log`
+  against an orjson + sha256 fold of the same lines (issue 24), per-round ratios and
+  peak traced memory at 10k / 100k / 1M events (audit only up to 100k: it keeps every entry).
+- rss: peak resident memory (`ru_maxrss`) of `agentos verify`, `agentos replay --summary` and
+  `agentos audit` at 10k / 100k / 1M events, each in a fresh interpreter.
 - verify: `verify_log` (`agentos verify`: every line's envelope, place and chain) on a log
   of N events: throughput, and against the same orjson fold as replay's, interleaved.
 """
@@ -172,6 +177,91 @@ def bench_verify(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
     return rows
 
 
+def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> list[str]:
+    """verify_log, `replay --summary` (what `agentos replay ID --summary` runs: the verify
+    pass folding the bounded summary, Runtime.verified_summary) and audit_log against an
+    orjson + sha256 fold of the same lines (each line parsed, and hashed after the previous
+    digest), interleaved, in CPU time (the machine is shared); peak traced memory of each in
+    a separate pass.
+    audit_log keeps every entry: only up to `audit_upto` events."""
+    import hashlib
+
+    import orjson
+
+    from agentos_kernel import Runtime
+    from agentos_kernel.labs.audit.log import audit_log
+    from agentos_kernel.store.integrity import verify_log
+
+    rt = Runtime.from_workspace(init_workspace(tmp / "chain"))
+    rows = []
+    for n in sizes:
+        path = write_long_session(rt.workspace.sessions, f"long{n}", n)
+        os.sync()
+
+        def fold(path: Path = path) -> None:
+            prev = b""
+            with path.open("rb") as f:
+                for line in f:
+                    orjson.loads(line)
+                    prev = hashlib.sha256(prev + line).hexdigest().encode()
+
+        def replay_summary(sid: str = f"long{n}") -> None:  # what `agentos replay --summary` runs
+            report, summary = rt.verified_summary(sid)
+            assert report.ok and summary is not None
+
+        arms: dict[str, Callable[[], object]] = {"fold": fold, "verify_log": lambda p=path: verify_log(p),
+                                                 "replay --summary": replay_summary}
+        if n <= audit_upto:
+            arms["audit_log"] = lambda p=path: audit_log(p)
+        times: dict[str, list[float]] = {k: [] for k in arms}
+        for r in range(repeat):
+            names = list(arms)
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                t = time.process_time()  # CPU time: what another job's load distorts least
+                arms[name]()
+                times[name].append(time.process_time() - t)
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        for name in list(arms)[1:]:
+            ratios = [t / f for t, f in zip(times[name], times["fold"], strict=True)]
+            rows.append(f"| {name} | {n:,} | {statistics.median(times[name]):.2f} s | "
+                        f"{min(ratios):.2f}x / {statistics.median(ratios):.2f}x | "
+                        f"{peak_mb(arms[name]):.2f} MB | {load} |")
+        rows.append(f"| (fold) | {n:,} | {statistics.median(times['fold']):.2f} s | 1.00x | "
+                    f"{peak_mb(fold):.2f} MB | {load} |")
+        path.unlink()
+    return rows
+
+
+RSS = ("import resource, sys\n"
+       "from agentos_kernel.cli.main import main\n"
+       "sys.stdout = open('/dev/null', 'w'); code = main(sys.argv[1:]); sys.stdout = sys.__stdout__\n"
+       "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+
+
+def bench_rss(tmp: Path, sizes: list[int]) -> list[str]:
+    """Peak resident memory (`ru_maxrss`, the whole process, the interpreter included) of
+    `agentos verify ID`, `agentos replay ID --summary` and `agentos audit PATH`, each in a
+    fresh interpreter, on a session of N events in a workspace."""
+    import subprocess
+
+    ws = init_workspace(tmp / "rss")
+    rows = []
+    for n in sizes:
+        sid = f"long{n}"
+        log = write_long_session(ws / "sessions", sid, n)
+        for name, argv in (("agentos verify", ["--workspace", str(ws), "verify", sid]),
+                           ("agentos replay --summary", ["--workspace", str(ws), "replay", sid, "--summary"]),
+                           ("agentos audit", ["audit", str(log)])):
+            if name == "agentos audit" and n > 100_000:
+                continue  # it keeps every entry: a million would take gigabytes
+            out = subprocess.run([sys.executable, "-c", RSS, *argv], capture_output=True, text=True,
+                                 cwd=tempfile.gettempdir())
+            code, kb = out.stdout.split()[-2:]
+            rows.append(f"| {name} | {n:,} | {int(kb) / 1024:.0f} MB | exit {code} |")
+        log.unlink()
+    return rows
+
+
 def bench_agent(tmp: Path, n: int) -> list[str]:
     from agentos_kernel import Runtime
     from agentos_kernel.jupyter import runtime_cache
@@ -297,6 +387,9 @@ SECTIONS: dict[str, Callable[[Path, argparse.Namespace], list[str]]] = {
                                           5 if a.quick else 3),
     "sessions": lambda tmp, a: bench_sessions(tmp, 20 if a.quick else 100,
                                               (0, 1000) if a.quick else (0, 1000, 10_000)),
+    "chain": lambda tmp, a: bench_chain(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
+                                        5, 100_000),
+    "rss": lambda tmp, a: bench_rss(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000]),
     "verify": lambda tmp, a: bench_verify(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
                                           5 if a.quick else 3),
 }
@@ -311,6 +404,9 @@ HEADERS = {
     "replay": "| replay | events | peak traced | throughput | vs an orjson fold | goal |\n"
               "|---|---|---|---|---|---|",
     "sessions": "| new session in a workspace of | median | vs empty (goal: 1.0x) |\n|---|---|---|",
+    "chain": "| reads the whole log | events | time (median) | vs the orjson + sha256 fold, per round "
+             "(min / median) | peak traced | load average after |\n|---|---|---|---|---|---|",
+    "rss": "| command (fresh interpreter) | events | peak resident (ru_maxrss) | |\n|---|---|---|---|",
     "verify": "| verify | events | time (median) | throughput | vs an orjson fold | goal |\n"
               "|---|---|---|---|---|---|",
 }

@@ -15,7 +15,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..store.events import LOG_NAME, TornTailWarning, check_session_id, read_log
 from ..store.integrity import VerifyReport, verify_log, verify_session
@@ -80,8 +80,28 @@ def _verified(args: argparse.Namespace, target: str) -> tuple[Path | Runtime, in
     return rt, None
 
 
+def _summarized(args: argparse.Namespace, recent: int) -> tuple[Path | Runtime, int | None, Any]:
+    """`_verified` for `replay --summary` of a whole stored log: the verify pass folds the
+    bounded summary from the lines it parses (one pass); (source, exit code, the summary or
+    None when it must be made the usual way)."""
+    log = log_path(args.session_id, args.profile)
+    if log is not None or args.at is not None or recent < 0:
+        src, code = _verified(args, args.session_id)
+        return src, code, None
+    rt = runtime_from_args(args)
+    sid = session_arg(args.session_id)
+    if not rt.store.exists(sid):
+        return rt, None, None
+    report, summary = rt.verified_summary(sid, recent)
+    if report is None:  # a log that does not fold in one pass: verified and summarized apart
+        report, summary = verify_session(rt.store, sid), None
+    return rt, _checked(report, sid, args.strict), summary
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
-    src, code = _verified(args, args.session_id)
+    recent = RECENT if args.recent is None else args.recent
+    src, code, summary = (_summarized(args, recent) if args.summary
+                          else (*_verified(args, args.session_id), None))
     if code is not None:
         return code
     if args.recent is not None and not args.summary:
@@ -90,12 +110,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"--recent {args.recent} is negative; use 0 or more")
     with warnings.catch_warnings():  # a torn line was reported above; say it once
         warnings.simplefilter("ignore", TornTailWarning)
-        recent = RECENT if args.recent is None else args.recent
         if isinstance(src, Path):
             snap = summarize_path(src, args.at, recent) if args.summary else replay_path(src, args.at)
         else:
             sid = args.session_id
-            snap = src.replay_summary(sid, args.at, recent) if args.summary else src.replay(sid, args.at)
+            snap = src.replay(sid, args.at) if not args.summary else (
+                summary if summary is not None else src.replay_summary(sid, args.at, recent))
     if args.at is not None and snap.events < args.at:  # the log ended first: say so, not the end state
         raise UsageError(f"--at {args.at} is out of range: {args.session_id} has {snap.events} events; "
                          f"use 0..{snap.events}")

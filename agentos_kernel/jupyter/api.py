@@ -14,6 +14,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..config import load_config
 from ..errors import DomainError, Err, Problem
 from ..kernel import Runtime
@@ -23,7 +25,7 @@ from ..schemas.registry import SchemaRegistry
 from ..schemas.textcheck import text_error
 from ..skills import frontmatter
 from ..skills.registry import discover
-from ..store.events import LOG_NAME, TornTailWarning
+from ..store.events import LOG_NAME, Event, TornTailWarning, canonical
 from ..store.integrity import VerifyReport, verify_log
 from ..store.replay.fold import replay
 from ..store.replay.summary import summarize, summarize_path
@@ -46,7 +48,8 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
               session: str | None = None, workspace: Path | str | None = None,
               cycle: str | None = None, mode: str | None = None, live: bool = False) -> AgentRun:
     """Run one request end to end (Runtime.handle_user_request), or an L8 cycle around it
-    (Runtime.run_cycle), and read its log back. A request that fails closed is still a
+    (Runtime.run_cycle), with its events as logged (a request's as they were appended, a
+    cycle's read back). A request that fails closed is still a
     session: the AgentRun says where and why. `live` prints each event's trace line as it
     is logged (a slow model is seen working)."""
     if mode is not None and cycle is None:
@@ -55,7 +58,8 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
     # One Runtime per workspace, loaded again only when a contract file changed.
     rt = cached_runtime(workspace, profile=profile, faults=plan)
     live_trace = LiveTrace() if live else None
-    with rt.watching(live_trace) if live_trace else contextlib.nullcontext():
+    logged: list[Event] = []  # the events as they were appended: not read back from the log
+    with rt.watching(live_trace) if live_trace else contextlib.nullcontext(), rt.watching(logged.append):
         try:
             if cycle is not None:
                 return _run_cycle(rt, cycle, prompt, session, mode)
@@ -69,7 +73,20 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
     assert sid is not None  # an Err without a session raised above
     return _read_back(rt, sid, prompt, ok=not isinstance(result, Err),
                       output=None if isinstance(result, Err) else result.value.output,
-                      error=result.error if isinstance(result, Err) else None)
+                      error=result.error if isinstance(result, Err) else None,
+                      logged=_whole_log(logged, sid))
+
+
+def _whole_log(logged: list[Event], sid: str) -> tuple[Event, ...] | None:
+    """The session's events as appended, when they are its whole log (seqs 1..N, as a new
+    session's are); None to read the log back instead. Each line holds its event's canonical
+    bytes (SessionLog.append), so each is made from those bytes as reading the line back
+    would (keys in their stored order, a NaN as null), without reading the file
+    (tests/jupyter/test_agent_events.py compares them)."""
+    events = [e for e in logged if e.session_id == sid]
+    if not events or any(e.seq != i for i, e in enumerate(events, 1)):
+        return None
+    return tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
 
 
 def fork_agent(target: str, *, profile: str | None = None, faults: str | None = None,
@@ -110,8 +127,9 @@ def _run_cycle(rt: Runtime, cycle: str, prompt: str, session: str | None, mode: 
 
 
 def _read_back(rt: Runtime, sid: str, prompt: str, *, ok: bool, output: str | None,
-               error: DomainError | None, cycle: CycleInfo | None = None) -> AgentRun:
-    events = tuple(rt.events(sid))
+               error: DomainError | None, cycle: CycleInfo | None = None,
+               logged: tuple[Event, ...] | None = None) -> AgentRun:
+    events = logged if logged is not None else tuple(rt.events(sid))
     start = events[0].payload if events and isinstance(events[0].payload, dict) else {}
     return AgentRun(
         # The prompt as the log holds it: redacted (L6) when a hook or a secret changed it.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..errors import DomainError
@@ -90,7 +91,7 @@ class CycleInfo:
 
 @dataclass(frozen=True)
 class AgentRun:
-    """What `%agent` returns: one request's verdict and its events, read back from the log."""
+    """What `%agent` returns: one request's verdict and its events, as the log holds them."""
 
     session_id: str
     """The session (its log is sessions/<id>/.events.jsonl)."""
@@ -141,8 +142,17 @@ class AgentRun:
         """The Plan-Work-Review states the request went through."""
         return ["INTAKE"] + [e.payload.get("to") for e in self.events if e.type == "agent.transition"]
 
+    @cached_property
+    def _counts(self) -> dict[str, int]:
+        # Made once per run: a notebook formats the result as text and as HTML.
+        return layer_counts(self.events)
+
     def _lines(self) -> list[tuple[str, str]]:
-        snap, counts = self.snapshot, layer_counts(self.events)
+        return self._rows
+
+    @cached_property
+    def _rows(self) -> list[tuple[str, str]]:
+        snap, counts = self.snapshot, self._counts
         rows = []
         if self.cycle is not None:
             c = self.cycle
@@ -180,7 +190,7 @@ class AgentRun:
 
     def _repr_html_(self) -> str:
         verdict = _badge(self.ok, "ok" if self.ok else "NOT ok · fail-closed")
-        strip = _layer_strip(layer_counts(self.events))
+        strip = _layer_strip(self._counts)
         rows = "".join(
             f'<tr><td style="text-align:left;padding-right:8px;vertical-align:top"><b>{esc(k)}</b></td>'
             f'<td style="text-align:left">{strip if k == "events" else esc(v)}</td></tr>'

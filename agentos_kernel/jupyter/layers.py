@@ -105,7 +105,8 @@ def layer_counts(events: Sequence[Event]) -> dict[str, int]:
     """Events per layer, L1..L8 (zero for layers the request never touched)."""
     counts = dict.fromkeys(LAYER_NAMES, 0)
     for ev in events:
-        counts[layer_of(ev)] = counts.get(layer_of(ev), 0) + 1
+        layer = layer_of(ev)
+        counts[layer] = counts.get(layer, 0) + 1
     return counts
 
 

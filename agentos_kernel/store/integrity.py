@@ -13,7 +13,7 @@ The checks of each line are in integrity_scan.py.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,9 @@ from .events import LOG_NAME, TornTail
 from .integrity_scan import Finding, Scan
 
 TORN_SUFFIX = ".torn"
+FAST = True
+"""`Scan.run` takes the lines that are the next canonical link (off: every line the general
+way, which the tests compare it with)."""
 
 
 @dataclass(frozen=True)
@@ -98,48 +101,79 @@ def verify_log(path: Path, expected_head: str | None = None) -> VerifyReport:
     path = Path(path)
     folder = Path(os.path.abspath(path)).parent.name if path.name == LOG_NAME else None
     with path.open("rb") as f:
-        return verify_lines(f, path, expected_head, folder)
+        return verify_lines(f, path, expected_head, folder, reread=lambda: _file_lines(path))
 
 
-def verify_session(store: Any, session_id: str, expected_head: str | None = None) -> VerifyReport:
+def _file_lines(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as f:
+        yield from f
+
+
+def verify_session(store: Any, session_id: str, expected_head: str | None = None, *,
+                   each: Callable[[dict[str, Any]], None] | None = None) -> VerifyReport:
     """`verify_log` of one session of a store (JSONL or PostgreSQL: anything with `lines` and
-    `path`), over its lines as stored; they must be `session_id`'s."""
-    return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head, session_id)
+    `path`), over its lines as stored; they must be `session_id`'s. `each`: as verify_lines."""
+    return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head, session_id,
+                        reread=lambda: store.lines(session_id), each=each)
 
 
 def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None = None,
-                 session_id: str | None = None) -> VerifyReport:
+                 session_id: str | None = None, *,
+                 reread: Callable[[], Iterable[bytes]] | None = None,
+                 each: Callable[[dict[str, Any]], None] | None = None) -> VerifyReport:
     """`verify_log` over a log's lines (each with its newline) from anywhere, e.g. a database
     (pg_store.PostgresEventStore.lines); `path` names the log in the report. `session_id`:
-    the session the log is stored as (its folder, its rows), which its events must name."""
+    the session the log is stored as (its folder, its rows), which its events must name.
+    `reread`: the same lines again (a list is its own), so that rising ids need not be kept
+    (integrity_seen.py); without it every id that is not the writer's counter form is kept.
+    `each`: called with every event read before the first problem, in order (a summary
+    folded in the same pass: `store.reading.verified_summary`)."""
     scan = Scan(path, expected_head, session_id)
+    if reread is None and isinstance(lines, list | tuple):
+        reread = lambda: lines  # noqa: E731 - a list reads again as it is
+    scan.reread = reread
+    scan.each = each
     torn: TornTail | None = None
     notes: list[str] = []
     unterminated = False
     offset = 0
-    for n, raw in enumerate(lines, 1):
-        offset += len(raw)
-        if not raw.strip():
-            if raw.endswith(b"\n"):
-                scan.blank_line(n)
-                continue
-            torn = TornTail(path, n, offset - len(raw), len(raw))  # the last segment, not JSON
-            break
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            if not raw.endswith(b"\n"):  # the final segment: torn, set aside
-                torn = TornTail(path, n, offset - len(raw), len(raw))
+    it = enumerate(lines, 1)
+    for n, raw in it:
+        while True:  # the general way for this line, then `Scan.run` while lines are links
+            offset += len(raw)
+            if not raw.strip():
+                if raw.endswith(b"\n"):
+                    scan.blank_line(n)
+                    break
+                torn = TornTail(path, n, offset - len(raw), len(raw))  # the last segment, not JSON
                 break
-            scan.events += 1
-            if scan.problem is None:
-                scan.problem = Finding("bad-envelope", n, None, f"line {n} is not JSON ({exc}): a "
-                                       "line in the middle of a log is never torn, so it was damaged")
-            continue
-        if not raw.endswith(b"\n"):
-            unterminated = True
-            notes.append(f"line {n} is complete but has no final newline (--repair adds it)")
-        scan.line(n, obj, raw)
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                if not raw.endswith(b"\n"):  # the final segment: torn, set aside
+                    torn = TornTail(path, n, offset - len(raw), len(raw))
+                    break
+                scan.events += 1
+                scan.next_id = None
+                if scan.problem is None:
+                    scan.problem = Finding("bad-envelope", n, None, f"line {n} is not JSON ({exc}): a "
+                                           "line in the middle of a log is never torn, so it was damaged")
+                break
+            if not raw.endswith(b"\n"):
+                unterminated = True
+                notes.append(f"line {n} is complete but has no final newline (--repair adds it)")
+            scan.line(n, obj, raw)
+            if each is not None and scan.problem is None:
+                each(obj)
+            if scan.next_id is None or not FAST:
+                break
+            stop, used = scan.run(it)
+            offset += used
+            if stop is None:
+                break
+            n, raw = stop
+        if torn is not None:
+            break
     problem, blank, head = scan.finish(notes)
     return VerifyReport(path, scan.events, bool(scan.chained), head, problem, torn, tuple(notes),
                         unterminated, blank, scan.misplaced)

@@ -1,10 +1,14 @@
 """L4 integrity, line by line: the checks `integrity.verify_lines` runs on each complete line of
 a log (envelope, key held twice, folder, place, chain, close), in the order docs/log-format.md
-gives, and the Finding each names. One pass, streaming: a Scan holds the ids and seqs seen."""
+gives, and the Finding each names. One pass, streaming, in bounded state for a log our writer
+wrote (what was seen: integrity_seen.py); a line that is the next canonical link of the chain
+is checked by `Scan.fast` without building an Event (docs/reliability.md "What verify
+checks, and how")."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +16,11 @@ from typing import Any
 import orjson
 
 from .dupkeys import duplicate_key
-from .events import Event, LogError, canonical, chain_of
+from .events import FIELD_NAMES, Event, LogError, canonical, chain_of
+from .integrity_seen import Seen, id_form
+
+_SORT = orjson.OPT_SORT_KEYS
+_FIELDS = frozenset(FIELD_NAMES)
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,7 @@ class Finding:
     """What was found and what it means, in one sentence."""
 
 
-class Scan:
+class Scan(Seen):
     """The state of one pass over a log: the first problem, and what it needs to name it
     (integrity.verify_lines feeds it each complete line)."""
 
@@ -49,14 +57,17 @@ class Scan:
         self.numbered: bool | None = None
         self.session_id: str | None = None
         self.prev_chain: str | None = None
-        self.prev_seq = 0
-        self.ids: dict[str, int] = {}  # id -> line
-        self.seqs: dict[int, int] = {}  # seq -> line
+        super().__init__()
+        self.each: Callable[[dict[str, Any]], None] | None = None  # each event, as it checks out
+        self.next_id: str | bool | None = None  # the id `run` expects next (True: any id above
+        # the last, the ids rising; None: `run` is off)
+        self.prev_link = b""  # prev_chain, encoded
         self.closed_at: int | None = None
         self.gap: tuple[int, int, int] | None = None  # (line, first missing seq, seq found)
 
     def line(self, n: int, obj: Any, raw: bytes) -> None:
         self.events += 1
+        self.next_id = None  # `fast` resumes only after this line checks out
         if self.problem is not None:
             self._after_problem(n, obj)
             return
@@ -69,16 +80,81 @@ class Scan:
         self.problem = self._check(n, ev, obj, raw)
         if self.problem is not None:
             return
-        self.ids[ev.id] = n
-        if ev.seq is not None:
-            self.seqs[ev.seq] = n
+        if self.events == 1 and self.numbered:
+            self.id_form = id_form(ev.id, ev.seq)
+        self.record(ev.id, ev.seq, n)
         self.prev_chain, self.prev_seq = ev.chain, ev.seq or 0
+        self.prev_link = (ev.chain or "").encode()
+        self.next_id = self._next_id()
         if ev.chain is not None and ev.chain == self.anchor:
             self.anchored_at = self.events
         if ev.type == "session.close" and self.closed_at is None:
             self.closed_at = n
 
+    def run(self, lines: Iterator[tuple[int, bytes]]) -> tuple[tuple[int, bytes] | None, int]:
+        """Take (line number, bytes) from `lines` while each is the next canonical, chained
+        link of a numbered log with the writer's or rising ids (`next_id`); return the first line
+        it does not take (None at the end), to be checked the general way (`line`), and the
+        bytes taken. What it takes, the general way would take too (test_verify_bounded.py)."""
+        loads, dumps, sha = orjson.loads, orjson.dumps, hashlib.sha256
+        seq, link, eid, sid = self.prev_seq, self.prev_link, self.next_id, self.session_id
+        prefix, fmt = self.id_form or ("", "")
+        ids, anchor, closed, events, used = self.ids, self.anchor, self.closed_at, self.events, 0
+        each = self.each
+        chain: Any = None
+        top: Any = self.top
+        stop, last = None, self.prev_chain
+        for n, raw in lines:
+            try:  # the ten fields, no other key
+                obj = loads(raw)
+                if (obj.keys() != _FIELDS or (i := obj["id"]) is None or (i != eid if eid is not True else (
+                        type(i) is not str or i <= top)) or type(q := obj["seq"]) is not int
+                        or q != seq + 1 or obj["session_id"] != sid or type(t := obj["type"]) is not str
+                        or type(obj["ts"]) is not str or type(obj["actor"]) is not str
+                        or (closed is not None and t != "event.amended")):
+                    stop = n, raw
+                    break
+                enc = dumps(obj, option=_SORT)
+            except (orjson.JSONDecodeError, orjson.JSONEncodeError, AttributeError, TypeError):
+                stop = n, raw
+                break
+            # The chain is a str when it equals the digest's.
+            if (len(raw) != len(enc) + 1 or raw[-1] != 0x0A or not raw.startswith(enc)
+                    or (at := enc.find(b',"chain":"')) <= 0
+                    or sha(link + enc[:at] + enc[at + 75:]).hexdigest() != (chain := obj["chain"])):
+                stop = n, raw
+                break
+            if each is not None:
+                each(obj)
+            seq, events, used, link, last = seq + 1, events + 1, used + len(raw), chain.encode(), chain
+            if eid is True:
+                top = i
+            else:
+                eid = prefix + format(seq + 1, fmt)
+                if eid in ids:  # an id of that form kept: the general way finds the copy
+                    eid = None
+            if chain == anchor:
+                self.anchored_at = events
+            if t == "session.close" and closed is None:
+                closed = n
+        self.prev_seq, self.prev_link, self.next_id, self.prev_chain, self.top = seq, link, eid, last, top
+        self.closed_at, self.events = closed, events
+        return stop, used
+
+    def _next_id(self) -> str | bool | None:
+        """The writer's id of the next seq, when the log is chained, numbered and its ids
+        the writer's, with no id of that form kept (else None: `fast` does not apply)."""
+        form = self.id_form
+        if not self.chained or not self.numbered or self.problem is not None:
+            return None
+        if form is None:
+            return True if self.top is not None else None
+        eid = form[0] + format(self.prev_seq + 1, form[1])
+        return None if eid in self.ids else eid
+
     def blank_line(self, n: int) -> None:
+        if self.problem is None:
+            self.blanks.append(n)
         if self.blank is None:
             self.blank = Finding("blank-line", n, None, f"line {n} is blank: our writer never writes "
                                  "one, so the file was edited (the events around it are checked on)")
@@ -110,9 +186,9 @@ class Scan:
                 self.misplaced = Finding("misplaced", n, ev.seq, f"line {n} belongs to session "
                                          f"{ev.session_id!r}, but the log lies in the folder of "
                                          f"{self.folder!r}: another session's log was copied or moved here")
-        if ev.id in self.ids:
+        if (first := self.seen(ev.id, n)) is not None:
             return Finding("duplicated", n, ev.seq, f"line {n} repeats event {ev.id!r}, first written "
-                                                    f"at line {self.ids[ev.id]}: a line was copied")
+                                                    f"at line {first}: a line was copied")
         if self.numbered:
             found = self._seq(n, ev)
             if found is not None:
@@ -149,8 +225,8 @@ class Scan:
         if not isinstance(seq, int) or isinstance(seq, bool):
             return Finding("bad-envelope", n, None, f"line {n} has no integer seq while the log is "
                                                     "numbered: every line carries one, 1..N")
-        if seq in self.seqs:
-            return Finding("duplicated", n, seq, f"line {n} repeats seq {seq} of line {self.seqs[seq]}: "
+        if 1 <= seq < want:  # seqs so far are 1..want-1, each once
+            return Finding("duplicated", n, seq, f"line {n} repeats seq {seq} of line {self.line_of(seq)}: "
                                                  "a line was copied")
         if seq < want:
             return Finding("reordered", n, seq, f"line {n} holds seq {seq} after seq {self.prev_seq}: "

@@ -197,6 +197,7 @@ def replay(events: Iterable[Event], at: int | None = None) -> Snapshot:
 # What the fold raises on a payload whose fields have the wrong JSON types (a hand-edited or
 # foreign log: our writer checks every payload against its schema before it is appended).
 _WRONG_TYPES = (AttributeError, TypeError, ValueError, IndexError, OverflowError)
+WRONG_TYPES = _WRONG_TYPES
 
 
 def _wrong_types(t: object, exc: Exception) -> str:

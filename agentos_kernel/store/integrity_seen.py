@@ -1,0 +1,100 @@
+"""L4 integrity: which events a verify pass has seen, in state that does not grow with a log
+our writer wrote (integrity_scan.Scan is one; docs/reliability.md "What verify checks, and
+how").
+
+- seqs are not kept: before the first problem a numbered log's seqs are 1..k in line order,
+  so a seq below the next one was seen, at the line its position gives (blank lines
+  counted in, the only lines before the problem that hold no event);
+- ids are not kept when they are the writer's, `<prefix><seq, zero-padded>` with the first
+  event's prefix and width: one such id per seq, so two are equal only if their seqs are;
+- nor, when the log can be read again (`reread`), while they rise: a live run's ids are
+  UUIDv7s, strictly increasing, so an id above every earlier one is new; the first id that
+  is not is looked up by reading the log again up to it, and from then on every id is kept;
+- any other id is kept with its line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+import orjson
+
+_NUMBERED_ID = re.compile(r"(.*?)([0-9]+)")
+
+
+class Seen:
+    """The seqs and ids read so far (before the first problem)."""
+
+    def __init__(self) -> None:
+        self.prev_seq = 0
+        self.ids: dict[str, int] = {}  # id -> line, for the ids that are not the writer's
+        self.other_seqs: set[int] = set()  # the seqs of those ids
+        self.id_form: tuple[str, str] | None = None  # the writer's ids: (prefix, seq format)
+        self.blanks: list[int] = []  # blank lines before the problem, for a seq's line
+        self.reread: Callable[[], Iterable[bytes]] | None = None  # the log's lines again
+        self.top: str | None = None  # the last id while every id rose (the earlier ones not kept)
+
+    def record(self, eid: str, seq: int | None, n: int) -> None:
+        """Remember the id of the event at line `n` as far as it needs remembering."""
+        if self.writers(eid, seq):
+            return
+        if self.id_form is None and self.reread is not None and (self.top is None or eid > self.top) \
+                and (self.top is not None or not self.ids):
+            self.top = eid  # above every earlier id: new, and not kept
+            return
+        self.ids[eid] = n
+        if self.id_form is not None and type(seq) is int:
+            self.other_seqs.add(seq)
+
+    def writers(self, eid: str, seq: int | None) -> bool:
+        """True when `eid` is the writer's id for `seq` (not kept: its seq stands for it)."""
+        form = self.id_form
+        return form is not None and eid == form[0] + format(seq, form[1])
+
+    def seen(self, eid: str, n: int) -> int | None:
+        """The line of an earlier event with id `eid` (this one at line `n`), else None."""
+        if self.top is not None and eid <= self.top:  # not rising: recall the ids not kept
+            self._recall(n)
+        if eid in self.ids:
+            return self.ids[eid]
+        form = self.id_form
+        if form is None or not eid.startswith(form[0]):
+            return None
+        digits = eid[len(form[0]):]
+        if not (digits.isascii() and digits.isdigit()):
+            return None
+        seq = int(digits)
+        # A writer's id of a seq already read, which that seq's event carried.
+        if 1 <= seq <= self.prev_seq and seq not in self.other_seqs and eid == form[0] + format(seq, form[1]):
+            return self.line_of(seq)
+        return None
+
+    def _recall(self, n: int) -> None:
+        """Keep every id of the lines before line `n` (read again), and every id from now on."""
+        assert self.reread is not None
+        for k, raw in enumerate(self.reread(), 1):
+            if k >= n:
+                break
+            if raw.strip():
+                obj = orjson.loads(raw)  # it was read before the problem: an event object
+                self.ids.setdefault(obj["id"], k)
+        self.top = None
+
+    def line_of(self, seq: int) -> int:
+        """The line of the event with `seq` (read before any problem: seqs are 1..k in order)."""
+        line = seq
+        for b in self.blanks:
+            if b > line:
+                break
+            line += 1
+        return line
+
+
+def id_form(eid: str, seq: int | None) -> tuple[str, str] | None:
+    """(prefix, format) when the first event's id is a prefix and its seq zero-padded, the
+    way our writer numbers ids (`s0001-e0001`): every later id is expected that way."""
+    m = _NUMBERED_ID.fullmatch(eid)
+    if m is None or seq is None or not m[2].isascii() or int(m[2]) != seq:
+        return None
+    return m[1], f"0{len(m[2])}d"

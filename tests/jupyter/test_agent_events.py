@@ -1,0 +1,66 @@
+"""%agent builds its AgentRun from the events as they were appended, not from the log read
+back: the same events and the same snapshot as the read-back, for a request that succeeds,
+one that fails closed, one whose prompt is redacted and one traced live. And the magics'
+parser formats its usage once, not on every line (a count, never a time)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from agentos_kernel import replay
+from agentos_kernel.jupyter import api
+from agentos_kernel.jupyter.magics import AGENT
+from agentos_kernel.store.events import read_log
+
+
+@pytest.mark.parametrize("prompt, kw", [
+    ("hello, greet Ada", {}),
+    ("hello", {"faults": "malformed_worker"}),
+    ("hello, greet Ada, my key is sk-ant-api03-" + "A" * 40, {}),
+    ("hello, greet Ada", {"live": True}),
+])
+def test_the_run_is_what_reading_its_log_back_gives(ws: Path, prompt: str, kw: dict[str, object],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+    real = api.Runtime.events
+    monkeypatch.setattr(api.Runtime, "events", lambda self, sid: reads.append(sid) or real(self, sid))
+    run = api.run_agent(prompt, workspace=ws, **kw)
+    assert reads == []  # nothing read back
+    on_disk = tuple(read_log(ws / "sessions" / run.session_id / ".events.jsonl"))
+    assert run.events == on_disk
+    assert repr(run.events) == repr(on_disk)  # the same values, the keys in the same order
+    assert run.snapshot == replay(on_disk)
+    assert run.prompt == on_disk[0].payload["prompt"] and "A" * 40 not in run.prompt
+
+
+def test_usage_is_formatted_once_and_help_is_unchanged(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(AGENT, "usage", None)
+    fresh = AGENT.format_help()  # the help as argparse writes it with no usage set
+    AGENT.parse_line('"hello"')
+    calls: list[int] = []
+    real = argparse.ArgumentParser.format_usage
+    monkeypatch.setattr(type(AGENT), "format_usage", lambda self: calls.append(1) or real(self))
+    for _ in range(3):
+        assert AGENT.parse_line('--profile scripted "hello, greet Ada"').prompt == ["hello, greet Ada"]
+    assert calls == []
+    assert AGENT.format_help() == fresh
+    assert AGENT.parse_line("--help") is None
+    assert capsys.readouterr().out == fresh + "\n"
+
+
+def test_a_run_counts_its_layers_once_however_often_it_is_shown(ws: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.jupyter import display
+
+    calls: list[int] = []
+    real = display.layer_counts
+    monkeypatch.setattr(display, "layer_counts", lambda events: calls.append(1) or real(events))
+    run = api.run_agent("hello, greet Ada", workspace=ws)
+    text, html = repr(run), run._repr_html_()
+    assert (repr(run), run._repr_html_()) == (text, html)
+    assert calls == [1]
+    assert "events:" in text and "L4" in html

@@ -1,0 +1,85 @@
+"""load_yaml reads plain block YAML through libyaml (yamlload._plain_load): what it reads is
+what the pure bounded loader reads; anything else (not plain, too deep, bad YAML) still goes
+to that loader, so the error and its line are as before. Counts, never times."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentos_kernel import yamlload
+from agentos_kernel.yamlload import MAX_YAML_DEPTH, _bounded_loader, _plain_load, load_yaml
+
+_PURE = yamlload._PURE
+
+
+def _pure(text: str) -> Any:
+    loader = _bounded_loader()(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _same(text: str) -> bool:
+    """True when libyaml read it (and read what the pure loader reads)."""
+    fast = _plain_load(text)
+    try:
+        pure = _pure(text)
+    except yaml.YAMLError:
+        assert fast is _PURE, text
+        return False
+    if fast is _PURE:
+        return False
+    assert fast == pure and type(fast) is type(pure), text
+    return True
+
+
+_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(
+    st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
+_DOCS = st.recursive(_LEAF, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+    st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=8), inner, max_size=4),
+    max_leaves=25)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(doc=_DOCS, style=st.sampled_from([False, None, True]))
+def test_documents_read_the_same(doc: Any, style: bool | None) -> None:
+    _same(yaml.safe_dump(doc, default_flow_style=style))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("ab1.:-# '\"\n,=+^~()$;{}[]`")), max_size=40))
+def test_any_plain_text_reads_the_same_or_goes_the_pure_way(text: str) -> None:
+    _same(text)
+
+
+@pytest.mark.parametrize("text", ["!", ">#", "1\t", "a: !x", "a: &x 1\nb: *x", "a: |\n  x",
+                                  "\u00e9: 1", "a: 1\r\n", "%YAML 1.1\n---\na: 1", "? a\n: b", 'a: "\\x41"'])
+def test_what_libyaml_reads_otherwise_goes_the_pure_way(text: str) -> None:
+    assert _plain_load(text) is _PURE
+
+
+@pytest.mark.parametrize("depth", [MAX_YAML_DEPTH - 1, MAX_YAML_DEPTH, MAX_YAML_DEPTH + 1])
+def test_the_depth_bound_is_the_pure_loaders(depth: int) -> None:
+    text = "".join(f"{'  ' * i}k{i}:\n" for i in range(depth - 1)) + f"{'  ' * (depth - 1)}v"
+    if depth <= MAX_YAML_DEPTH:  # `depth` nodes deep: the innermost scalar is the last
+        assert _same(text)
+    else:
+        assert _plain_load(text) is _PURE
+        with pytest.raises(yaml.YAMLError, match=f"nested deeper than {MAX_YAML_DEPTH} levels"):
+            load_yaml(text)
+
+
+def test_a_workspace_reads_its_frontmatter_through_libyaml(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.kernel import Runtime
+
+    pure: list[int] = []
+    real = yamlload._bounded_loader
+    monkeypatch.setattr(yamlload, "_bounded_loader", lambda: pure.append(1) or real())
+    Runtime.from_workspace(None)  # the bundled workspace: skills, agents, agentos.yaml
+    assert pure == []
