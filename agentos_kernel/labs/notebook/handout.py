@@ -14,9 +14,11 @@ code can read the installed package; so from a wheel, `instructor=True` is refus
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...workspace import reference_dir
 from .nbgrader_format import LabInputError, has_grade_id, read_notebook
@@ -29,6 +31,7 @@ SOLUTION = "solution"
 RELEASED_MANIFEST = ".agentos-released.json"
 """Marks a notebooks folder whose labs are released already (the wheel's), and says per lab
 notebook what was taken out (shipped.py writes it, at wheel build time)."""
+MANIFEST_VERSION = 1
 
 
 def notebooks_dir() -> Path:
@@ -93,8 +96,6 @@ def copy_notebooks(dest: Path | str, *, instructor: bool = False, force: bool = 
         raise LabInputError(f"{src}: no notebooks here; this installation does not carry them "
                             "(reinstall agentos-kernel from its wheel or a checkout)")
     if (src / RELEASED_MANIFEST).is_file():
-        from .shipped import copy_released
-
         return copy_released(dest, src, instructor=instructor, force=force)
     teaching = _teaching_files(src)
     labs = _lab_folders(src)
@@ -147,3 +148,42 @@ def shipped_lab(name: str, grade_ids: set[str]) -> Path | None:
         return same_name[0]
     alike = [p for p in labs if ids(p) and grade_ids == ids(p)]
     return alike[0] if len(alike) == 1 else None
+
+
+def read_manifest(src: Path) -> dict[str, Any]:
+    """The released folder's manifest (LabInputError naming the file when unreadable)."""
+    try:
+        doc = json.loads((src / RELEASED_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LabInputError(f"{src / RELEASED_MANIFEST}: unreadable ({exc}); "
+                            "reinstall agentos-kernel") from None
+    if not isinstance(doc, dict) or doc.get("version") != MANIFEST_VERSION:
+        raise LabInputError(f"{src / RELEASED_MANIFEST}: not a version-{MANIFEST_VERSION} manifest; "
+                            "reinstall agentos-kernel")
+    return doc
+
+
+def copy_released(dest: Path, src: Path, *, instructor: bool, force: bool) -> Handout:
+    """`copy_notebooks` from a folder that is already the student copy: its files as they are.
+    The instructor's copy cannot be made from it (LabInputError naming where it is)."""
+    if instructor:
+        raise LabInputError(
+            f"{src}: this installation carries the labs released only (a wheel never holds solutions "
+            "or hidden tests: students' code can read the installed package); the instructor's "
+            "sources are in the repository: run `agentos notebooks --instructor DEST` in a checkout")
+    released = read_manifest(src)["released"]
+    files = [p for p in sorted(src.rglob("*")) if p.is_file() and p.name != RELEASED_MANIFEST
+             and not ignored(p.relative_to(src))]
+    _refuse(dest, src, [dest / p.relative_to(src) for p in files], force)
+    copied, notebooks = [], []
+    for p in files:
+        rel = p.relative_to(src)
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(p, target)
+        info = released.get(rel.as_posix())
+        if info is None:
+            copied.append(target)
+        else:
+            notebooks.append(ReleasedNotebook(p, target, int(info["solutions"]), int(info["hidden_tests"])))
+    return Handout(dest, tuple(copied), tuple(notebooks), False)

@@ -14,15 +14,11 @@ instructor's sources stay in the repository (`agentos notebooks --instructor` fr
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-from .handout import RELEASED_MANIFEST, Handout, _refuse, copy_notebooks, notebooks_dir
-from .nbgrader_format import BEGIN_HIDDEN, LabInputError, has_grade_id, is_grade, meta, read_notebook
-from .release import ReleasedNotebook, ignored
-
-MANIFEST_VERSION = 1
+from .handout import MANIFEST_VERSION, RELEASED_MANIFEST, copy_notebooks, notebooks_dir, read_manifest
+from .nbgrader_format import BEGIN_HIDDEN, has_grade_id, is_grade, meta, read_notebook
 
 
 def _hidden_ids(nb: Any) -> list[str]:
@@ -46,44 +42,6 @@ def write_released(src: Path, out: Path) -> Path:
     return out
 
 
-def _manifest(src: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads((src / RELEASED_MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise LabInputError(f"{src / RELEASED_MANIFEST}: unreadable ({exc}); "
-                            "reinstall agentos-kernel") from None
-    if not isinstance(doc, dict) or doc.get("version") != MANIFEST_VERSION:
-        raise LabInputError(f"{src / RELEASED_MANIFEST}: not a version-{MANIFEST_VERSION} manifest; "
-                            "reinstall agentos-kernel")
-    return doc
-
-
-def copy_released(dest: Path, src: Path, *, instructor: bool, force: bool) -> Handout:
-    """`copy_notebooks` from a folder that is already the student copy: its files as they are.
-    The instructor's copy cannot be made from it (LabInputError naming where it is)."""
-    if instructor:
-        raise LabInputError(
-            f"{src}: this installation carries the labs released only (a wheel never holds solutions "
-            "or hidden tests: students' code can read the installed package); the instructor's "
-            "sources are in the repository: run `agentos notebooks --instructor DEST` in a checkout")
-    released = _manifest(src)["released"]
-    files = [p for p in sorted(src.rglob("*")) if p.is_file() and p.name != RELEASED_MANIFEST
-             and not ignored(p.relative_to(src))]
-    _refuse(dest, src, [dest / p.relative_to(src) for p in files], force)
-    copied, notebooks = [], []
-    for p in files:
-        rel = p.relative_to(src)
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(p, target)
-        info = released.get(rel.as_posix())
-        if info is None:
-            copied.append(target)
-        else:
-            notebooks.append(ReleasedNotebook(p, target, int(info["solutions"]), int(info["hidden_tests"])))
-    return Handout(dest, tuple(copied), tuple(notebooks), False)
-
-
 def shipped_hidden(notebook: Path) -> tuple[str, ...] | None:
     """The grade_ids whose hidden tests the grader runs for a lab notebook of the installed
     released copy (`notebooks_dir()`), from its manifest; None when `notebook` is not one."""
@@ -94,5 +52,5 @@ def shipped_hidden(notebook: Path) -> tuple[str, ...] | None:
         rel = notebook.resolve().relative_to(src.resolve()).as_posix()
     except ValueError:
         return None
-    info = _manifest(src)["released"].get(rel)
+    info = read_manifest(src)["released"].get(rel)
     return None if info is None else tuple(info["hidden_grade_ids"])
