@@ -88,6 +88,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="run even where this machine lacks a layer of the sandbox: students' code then "
                         "runs with your rights")
     p.add_argument("--force", action="store_true", help="overwrite the gradebook of an earlier run in OUT")
+    p.add_argument("--fork-server", action=argparse.BooleanOptionalAction, default=True,
+                   help="fork each student's kernel, in its own sandbox, from one process that imported "
+                        "ipykernel and agentos_kernel once (default); --no-fork-server starts each "
+                        "from scratch")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="a progress bar on stderr (default: a bar on a terminal, else a line per student)")
     p.set_defaults(fn=cmd_grade)
@@ -221,7 +225,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         return _fail("--jobs must be 1 or more")
     limits = Limits(**{k: v for k, v in (("timeout", args.timeout), ("wall", args.total_timeout),
                                          ("memory_mb", args.memory_mb)) if v is not None},
-                    unconfined=args.unconfined)
+                    unconfined=args.unconfined, fork_server=args.fork_server)
     try:
         lab = load_criteria(args.source)
         students = find_students(args.submitted)
