@@ -29,7 +29,7 @@ from typing import Any
 
 import zmq
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import List, Unicode
+from traitlets import DottedObjectName, List, Unicode
 
 from ..sandbox import cgroups
 from ..sandbox import run as sandbox
@@ -49,6 +49,13 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         return [*self.launcher, *super().format_kernel_cmd(extra_arguments)]
+
+    client_class = DottedObjectName("agentos_kernel.labs.notebook.kernel_client.PromptKernelClient")
+
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        # after a kill, jupyter_client looks every 0.1 s whether the kernel is gone; a lab
+        # kernel is gone in milliseconds, and a batch waits on each one
+        await super()._async_wait(pollinterval=0.01)
 
     def client(self, **kwargs: Any) -> Any:
         kc = super().client(**kwargs)
