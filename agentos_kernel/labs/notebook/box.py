@@ -29,10 +29,11 @@ from typing import Any
 
 import zmq
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import DottedObjectName, List, Unicode
+from traitlets import List, Type, Unicode
 
 from ..sandbox import cgroups
 from ..sandbox import run as sandbox
+from .kernel_client import PromptKernelClient
 from .nbgrader_format import LabInputError
 from .run import KernelLaunch, RunResult, run_notebook
 
@@ -50,7 +51,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         return [*self.launcher, *super().format_kernel_cmd(extra_arguments)]
 
-    client_class = DottedObjectName("agentos_kernel.labs.notebook.kernel_client.PromptKernelClient")
+    client_factory = Type(PromptKernelClient, klass="jupyter_client.asynchronous.AsyncKernelClient")
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # after a kill, jupyter_client looks every 0.1 s whether the kernel is gone; a lab
