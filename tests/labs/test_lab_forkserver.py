@@ -7,7 +7,6 @@ one's kernel, and every layer of the sandbox holds in a forked kernel as in a fr
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -16,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from agentos_kernel.labs.notebook import check as labcheck
 from agentos_kernel.labs.notebook.check import check_notebook
 from agentos_kernel.labs.sandbox import run as sandbox
 from agentos_kernel.labs.sandbox.forkserver import ForkServer, ForkServerError
 
 from ._lab_fixtures import cell, submission_copy
+from .test_lab_sandbox import checking, probe
 
 TIMEOUT = 20
 pytestmark = pytest.mark.skipif(bool(sandbox.probe().missing),
@@ -82,25 +81,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ForkServer]:
         yield fs
 
 
-def _probe(nb: Any) -> dict[str, Any]:
-    for c in nb.cells:
-        for out in c.get("outputs", []):
-            for line in out.get("text", "").splitlines():
-                if line.startswith("PROBE "):
-                    return dict(json.loads(line[6:]))
-    raise AssertionError("no PROBE line: " + repr([c.get("outputs") for c in nb.cells]))
-
-
 def _run(path: Path, server: ForkServer | None, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
-    executed: list[Any] = []
-    real = labcheck.run_in_box
-    def keep(nb: Any, kb: Any, **kw: Any) -> Any:
-        executed.append(nb)
-        return real(nb, kb, **kw)
-
-    monkeypatch.setattr(labcheck, "run_in_box", keep)
-    score = check_notebook(path, timeout=TIMEOUT, forkserver=server)
-    return score, _probe(executed[0])
+    score, executed = checking(monkeypatch, server)(path, timeout=TIMEOUT)
+    return score, probe(executed)
 
 
 def _student(tmp_path: Path, name: str, code: str, grade_id: str = "add") -> Path:

@@ -96,6 +96,13 @@ def run(monkeypatch: pytest.MonkeyPatch,
     each test runs twice: a kernel started from scratch, and one forked from the fork server
     (which must hold every property the fresh one does)."""
     forked = request.getfixturevalue("server") if request.param == "forked" else None
+    return checking(monkeypatch, forked)
+
+
+def checking(monkeypatch: pytest.MonkeyPatch,
+             forked: ForkServer | None) -> Callable[..., tuple[LabScore, Any]]:
+    """check_notebook (its kernel forked from `forked` when given), also returning the
+    executed notebook."""
     executed: list[Any] = []
     real = labcheck.run_in_box
 
