@@ -220,6 +220,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     )
     from ..labs.notebook.gradebook import GRADEBOOK, GradebookWriter, Progress, summary_rows, write_reports
     from ..labs.notebook.nbgrader_format import LabInputError
+    from ..labs.sandbox.forkserver import ForkServerError
 
     if args.jobs is not None and args.jobs < 1:
         return _fail("--jobs must be 1 or more")
@@ -255,11 +256,15 @@ def cmd_grade(args: argparse.Namespace) -> int:
         grade_submissions(lab, args.submitted, students, jobs=args.jobs, limits=limits, on_graded=landed)
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
+    except ForkServerError as exc:  # before any student ran: this machine, not the class
+        code = _fail(str(exc))
     finally:
         writer.close()
         if progress:
             progress.stop()
         written = write_reports(out, lab, done)
+    if code == EXIT_USAGE:
+        return code
     if code == EXIT_INTERRUPTED:
         print(f"interrupted: {len(done)} of {len(students)} students graded; their rows are in {out}",
               file=sys.stderr)

@@ -15,11 +15,14 @@ from typing import Any
 
 import pytest
 
+from agentos_kernel.labs.notebook import batch
+from agentos_kernel.labs.notebook.batch import find_students
 from agentos_kernel.labs.notebook.check import check_notebook
 from agentos_kernel.labs.sandbox import run as sandbox
 from agentos_kernel.labs.sandbox.forkserver import ForkServer, ForkServerError
 
-from ._lab_fixtures import cell, submission_copy
+from ._lab_fixtures import SOURCE, cell, submission_copy
+from .test_lab_grade import make_class, rows, run_cli
 from .test_lab_sandbox import checking, probe
 
 TIMEOUT = 20
@@ -140,3 +143,19 @@ def test_a_kernel_is_interrupted_and_killed_through_the_client(server: ForkServe
     assert time.monotonic() - started < 30
     assert {r.grade_id: r.points for r in score.rows} == {"test_add": 1, "test_total": 0, "explain": None,
                                                           "test_add_floats": 1}
+
+
+def test_lab_grade_says_in_one_line_when_the_fork_server_cannot_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> ForkServer:
+        raise ForkServerError("the lab kernels' fork server did not start: boom; pass --no-fork-server ...")
+
+    monkeypatch.setattr(batch, "ForkServer", broken)
+    submitted = make_class(tmp_path)
+    code, out, err = run_cli("lab", "grade", submitted, "--source", SOURCE, "--out", tmp_path / "out",
+                             "--timeout", TIMEOUT, "--no-progress")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--no-fork-server" in err
+    assert rows(tmp_path / "out" / "gradebook.csv") == []
+    code, out, err = run_cli("lab", "grade", submitted, "--source", SOURCE, "--out", tmp_path / "out2",
+                             "--timeout", TIMEOUT, "--no-progress", "--no-fork-server")
+    assert code == 0 and len(rows(tmp_path / "out2" / "gradebook.csv")) == len(find_students(submitted))
