@@ -128,6 +128,17 @@ def test_the_template_dies_with_the_grader_and_its_kernels_with_it(tmp_path: Pat
     assert not os.path.exists(fs.socket)
 
 
+def test_the_template_exits_when_the_grader_is_gone() -> None:
+    """However the grader ends (SIGKILL included), its end of the template's stdin closes."""
+    fs = ForkServer()
+    try:
+        assert fs._proc.stdin is not None and fs._proc.poll() is None
+        fs._proc.stdin.close()
+        assert fs._proc.wait(timeout=20) == 0
+    finally:
+        fs.close()
+
+
 def test_a_template_that_cannot_start_says_why() -> None:
     with pytest.raises(ForkServerError, match=r"No module named 'no_such_module_here'.*--no-fork-server"):
         ForkServer(preload=("no_such_module_here",))

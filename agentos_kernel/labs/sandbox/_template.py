@@ -139,7 +139,7 @@ def launcher(conn: socket.socket, request: dict, config: dict, stdio: list[int],
 
 
 def kernel(request: dict, report: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any fresh Python
     cmd = request["cmd"]
     if cmd[1:3] != KERNEL:
         os.write(2, f"fork server: not a kernel command: {cmd[:3]}\n".encode())
