@@ -2,7 +2,7 @@
 template that never ran student code, so nothing one student's code did reaches the next
 one's kernel, and every layer of the sandbox holds in a forked kernel as in a fresh one.
 
-(test_lab_sandbox.py runs each of its attacks against a forked kernel too.)
+(test_lab_sandbox.py runs the attacks of its `run` fixture against a forked kernel too.)
 """
 
 from __future__ import annotations
