@@ -88,6 +88,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="run even where this machine lacks a layer of the sandbox: students' code then "
                         "runs with your rights")
     p.add_argument("--force", action="store_true", help="overwrite the gradebook of an earlier run in OUT")
+    p.add_argument("--fork-server", action=argparse.BooleanOptionalAction, default=True,
+                   help="fork each student's kernel, in its own sandbox, from one process that imported "
+                        "ipykernel and agentos_kernel once (default); --no-fork-server starts each "
+                        "from scratch")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="a progress bar on stderr (default: a bar on a terminal, else a line per student)")
     p.set_defaults(fn=cmd_grade)
@@ -216,12 +220,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
     )
     from ..labs.notebook.gradebook import GRADEBOOK, GradebookWriter, Progress, summary_rows, write_reports
     from ..labs.notebook.nbgrader_format import LabInputError
+    from ..labs.sandbox.forkserver import ForkServerError
 
     if args.jobs is not None and args.jobs < 1:
         return _fail("--jobs must be 1 or more")
     limits = Limits(**{k: v for k, v in (("timeout", args.timeout), ("wall", args.total_timeout),
                                          ("memory_mb", args.memory_mb)) if v is not None},
-                    unconfined=args.unconfined)
+                    unconfined=args.unconfined, fork_server=args.fork_server)
     try:
         lab = load_criteria(args.source)
         students = find_students(args.submitted)
@@ -251,11 +256,15 @@ def cmd_grade(args: argparse.Namespace) -> int:
         grade_submissions(lab, args.submitted, students, jobs=args.jobs, limits=limits, on_graded=landed)
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
+    except ForkServerError as exc:  # before any student ran: this machine, not the class
+        code = _fail(str(exc))
     finally:
         writer.close()
         if progress:
             progress.stop()
         written = write_reports(out, lab, done)
+    if code == EXIT_USAGE:
+        return code
     if code == EXIT_INTERRUPTED:
         print(f"interrupted: {len(done)} of {len(students)} students graded; their rows are in {out}",
               file=sys.stderr)

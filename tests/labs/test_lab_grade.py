@@ -161,12 +161,12 @@ def test_an_interruption_keeps_the_rows_already_graded(tmp_path: Path,
     real = batch.grade_student
     first_done = threading.Event()
 
-    def grade_student(lab: Any, sub: Path, student: str, limits: Any, cancel: Any) -> Any:
+    def grade_student(lab: Any, sub: Path, student: str, limits: Any, cancel: Any, server: Any) -> Any:
         if student != "all_correct":
             first_done.wait(60)
             raise KeyboardInterrupt  # as Ctrl-C lands in the main thread while others run
         try:
-            return real(lab, sub, student, limits, cancel)
+            return real(lab, sub, student, limits, cancel, server)
         finally:
             first_done.set()
 

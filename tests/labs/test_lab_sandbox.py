@@ -33,6 +33,7 @@ from agentos_kernel.labs.notebook.run import LOST, KernelStartError
 from agentos_kernel.labs.notebook.score import LabScore
 from agentos_kernel.labs.sandbox import cgroups
 from agentos_kernel.labs.sandbox import run as sandbox
+from agentos_kernel.labs.sandbox.forkserver import ForkServer
 
 from ..helpers import REPO, Cli
 from ._lab_fixtures import SOURCE, cell, submission_copy
@@ -82,9 +83,26 @@ def _listing(root: Path) -> dict[str, bytes | None]:
             for p in sorted(root.rglob("*"))}
 
 
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[LabScore, Any]]:
-    """check_notebook, also returning the executed notebook (to read the probes' outputs)."""
+@pytest.fixture(scope="module")
+def server() -> Iterator[ForkServer]:
+    with ForkServer() as fs:
+        yield fs
+
+
+@pytest.fixture(params=["fresh", "forked"])
+def run(monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest) -> Callable[..., tuple[LabScore, Any]]:
+    """check_notebook, also returning the executed notebook (to read the probes' outputs);
+    each test runs twice: a kernel started from scratch, and one forked from the fork server
+    (which must hold every property the fresh one does)."""
+    forked = request.getfixturevalue("server") if request.param == "forked" else None
+    return checking(monkeypatch, forked)
+
+
+def checking(monkeypatch: pytest.MonkeyPatch,
+             forked: ForkServer | None) -> Callable[..., tuple[LabScore, Any]]:
+    """check_notebook (its kernel forked from `forked` when given), also returning the
+    executed notebook."""
     executed: list[Any] = []
     real = labcheck.run_in_box
 
@@ -96,7 +114,7 @@ def run(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[LabScore, Any]]:
 
     def check(path: Path, **kw: Any) -> tuple[LabScore, Any]:
         executed.clear()
-        score = check_notebook(path, **{"timeout": TIMEOUT, **kw})
+        score = check_notebook(path, **{"timeout": TIMEOUT, "forkserver": forked, **kw})
         return score, executed[0]
     return check
 

@@ -12,6 +12,7 @@ grade as it lands, so rows are written as they come and an interruption loses no
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from ...store.redaction import redact
 from ..sandbox import run as sandbox
+from ..sandbox.forkserver import ForkServer
 from . import nbgrader_format as fmt
 from .check import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, DEFAULT_WALL, SandboxUnavailable, check_notebook
 from .nbgrader_format import LabInputError, has_grade_id, meta
@@ -141,10 +143,14 @@ class Limits:
     """The kernel's memory."""
     unconfined: bool = False
     """Run where the sandbox lacks layers (they are reported)."""
+    fork_server: bool = True
+    """Fork each kernel from one template process a batch (forkserver.py) instead of
+    starting each from nothing: the same sandbox, a fraction of the CPU."""
 
 
 def grade_student(lab: Lab, submitted: Path, student: str, limits: Limits = Limits(),
-                  cancel: threading.Event | None = None) -> StudentGrade:
+                  cancel: threading.Event | None = None,
+                  forkserver: ForkServer | None = None) -> StudentGrade:
     """Grade one student's submission; every failure is a StudentGrade with its reason."""
     start = time.monotonic()
     path = lab.submission(Path(submitted), student)
@@ -153,7 +159,8 @@ def grade_student(lab: Lab, submitted: Path, student: str, limits: Limits = Limi
                                       time.monotonic() - start))
     try:
         score = check_notebook(path, source=lab.source, timeout=limits.timeout, wall=limits.wall,
-                               memory_mb=limits.memory_mb, unconfined=limits.unconfined, cancel=cancel)
+                               memory_mb=limits.memory_mb, unconfined=limits.unconfined, cancel=cancel,
+                               forkserver=forkserver)
     except SandboxUnavailable:
         raise  # the machine, not the student: the whole batch stops before it starts
     except LabInputError as exc:
@@ -248,11 +255,17 @@ def grade_submissions(lab: Lab, submitted: Path | str, students: list[str], *, j
     sandbox the kernels and `limits.unconfined` is not set."""
     submitted = Path(submitted)
     require_sandbox(submitted, limits)
+    with ForkServer() if limits.fork_server else contextlib.nullcontext() as server:
+        return _grade_all(lab, submitted, students, jobs, limits, on_graded, server)
+
+
+def _grade_all(lab: Lab, submitted: Path, students: list[str], jobs: int | None, limits: Limits,
+               on_graded: Callable[[StudentGrade], None], server: ForkServer | None) -> list[StudentGrade]:
     cancel = threading.Event()
     graded: list[StudentGrade] = []
     pool = ThreadPoolExecutor(max_workers=jobs or default_jobs(), thread_name_prefix="lab-grade")
     pending: set[Future[StudentGrade]] = {
-        pool.submit(grade_student, lab, submitted, s, limits, cancel) for s in students}
+        pool.submit(grade_student, lab, submitted, s, limits, cancel, server) for s in students}
     try:
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)

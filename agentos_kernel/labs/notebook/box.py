@@ -29,10 +29,11 @@ from typing import Any
 
 import zmq
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import List, Unicode
+from traitlets import List, Type, Unicode
 
 from ..sandbox import cgroups
 from ..sandbox import run as sandbox
+from .kernel_client import PromptKernelClient
 from .nbgrader_format import LabInputError
 from .run import KernelLaunch, RunResult, run_notebook
 
@@ -49,6 +50,13 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         return [*self.launcher, *super().format_kernel_cmd(extra_arguments)]
+
+    client_factory = Type(PromptKernelClient, klass="jupyter_client.asynchronous.AsyncKernelClient")
+
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        # after a kill, jupyter_client looks every 0.1 s whether the kernel is gone; a lab
+        # kernel is gone in milliseconds, and a batch waits on each one
+        await super()._async_wait(pollinterval=0.01)
 
     def client(self, **kwargs: Any) -> Any:
         kc = super().client(**kwargs)
@@ -111,10 +119,11 @@ def kernel_readonly() -> tuple[str, ...]:
     return (str(package), *(str(ref / p) for p in REFERENCE_PARTS if (ref / p).exists()), *SYSTEM_CONFIG)
 
 
-def make_kernel_box(root: Path, outside: Path, *, limits: Limits, require: tuple[str, ...]) -> KernelBox:
+def make_kernel_box(root: Path, outside: Path, *, limits: Limits, require: tuple[str, ...],
+                    via: list[str] | None = None) -> KernelBox:
     """A new, empty kernel box at `root` (the caller fills `box.sub`); `outside` is a
     directory out of the box for the report. `require`: the layers without which the
-    launcher must not start the kernel."""
+    launcher must not start the kernel. `via`: a fork server's client (`ForkServer.prefix`)."""
     from jupyter_client.kernelspec import KernelSpecManager
 
     import agentos_kernel
@@ -135,7 +144,7 @@ def make_kernel_box(root: Path, outside: Path, *, limits: Limits, require: tuple
         config = {"max_memory_bytes": limits.memory_bytes, "max_processes": limits.max_processes,
                   "cgroups": [list(g) for g in groups.dirs], "require": list(require),
                   "wall_seconds": int(limits.wall_seconds) + 30}
-        prefix, env = sandbox.launcher(box, fd, readonly=kernel_readonly(), config=config, env={
+        prefix, env = sandbox.launcher(box, fd, readonly=kernel_readonly(), config=config, via=via, env={
             "PYTHONPATH": os.pathsep.join([str(root / "site"), str(pylib)]),
             "IPYTHONDIR": str(root / "home" / ".ipython"), "MPLCONFIGDIR": str(root / "tmp" / "matplotlib"),
             # Address space is what the memory limit counts: glibc's arena per thread reserves

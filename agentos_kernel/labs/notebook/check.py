@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sandbox import run as sandbox
+from ..sandbox.forkserver import ForkServer
 from .box import Limits, make_kernel_box, run_in_box
 from .handout import shipped_lab
 from .nbgrader_format import (
@@ -57,7 +58,7 @@ class SandboxUnavailable(LabInputError):
 def check_notebook(path: Path | str, *, source: Path | str | None = None,
                    timeout: int = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB,
                    wall: float = DEFAULT_WALL, unconfined: bool = False,
-                   cancel: threading.Event | None = None) -> LabScore:
+                   cancel: threading.Event | None = None, forkserver: ForkServer | None = None) -> LabScore:
     """Run a copy of the notebook at `path` in a fresh, sandboxed kernel (cwd: a temp dir
     holding the copy and its folder's files), continuing past errors, and score every grade cell.
 
@@ -65,7 +66,8 @@ def check_notebook(path: Path | str, *, source: Path | str | None = None,
     the submission's by grade_id first; they reach the kernel only as each cell runs.
     `timeout` bounds each cell and `wall` the whole run (seconds); `memory_mb` the kernel's
     memory. `unconfined` accepts a sandbox with layers missing (they are reported). `cancel`,
-    once set, stops the run before its next cell (the cells left score 0 as not run). Raises
+    once set, stops the run before its next cell (the cells left score 0 as not run).
+    `forkserver`: the kernel is forked from it (the same sandbox, see forkserver.py). Raises
     LabInputError for a notebook that cannot be checked (unreadable, invalid nbgrader
     metadata, no grade cells), SandboxUnavailable when the kernel cannot be confined here."""
     path = Path(path)
@@ -97,7 +99,8 @@ def check_notebook(path: Path | str, *, source: Path | str | None = None,
     require = () if unconfined else ("landlock", "seccomp", *(("capabilities",) if os.geteuid() == 0 else ()))
     with tempfile.TemporaryDirectory(prefix="agentos-lab-") as tmp:
         (Path(tmp) / "out").mkdir()
-        kb = make_kernel_box(Path(tmp) / "box", Path(tmp) / "out", limits=limits, require=require)
+        kb = make_kernel_box(Path(tmp) / "box", Path(tmp) / "out", limits=limits, require=require,
+                             via=forkserver.prefix() if forkserver else None)
         try:
             # Only the student's own notebook goes in, as submitted: never the restored one
             # (the hidden tests) nor any other notebook of either folder.

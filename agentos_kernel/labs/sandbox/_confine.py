@@ -173,9 +173,9 @@ def join_cgroup(path: str, what: str, layer: Callable[..., None]) -> None:
         layer("cgroup", False, f"could not join cgroup {path}: {exc.strerror}")
 
 
-def main() -> None:
-    config = json.loads(sys.argv[1])
-    cmd = sys.argv[sys.argv.index("--") + 1:]
+def confine(config: dict[str, Any]) -> None:
+    """Apply every layer `config` asks for to this process, writing each to the report fd;
+    exit 126 when a required one could not be applied; end with the `launched` line."""
     report = config["report_fd"]
 
     def note(**layer: Any) -> None:
@@ -222,16 +222,10 @@ def main() -> None:
     # The report fd stays open for the audit hook; this line ends the launcher's part, so a
     # "layer" line written later (by student code) is not believed.
     os.write(report, b'{"launched": true}\n')
-    # An interrupt for CMD (a Jupyter kernel's, sent to the process group) must not end the
-    # launcher: as pid 1 of the namespace, its death would kill CMD.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.execve(cmd[0], cmd, os.environ)
-        finally:
-            os._exit(127)
+
+
+def supervise(pid: int, config: dict[str, Any]) -> None:
+    """Wait for CMD (`pid`), past the config's wall limit kill it; exit with its status."""
     if config.get("wall_seconds"):
         # A backstop for the grader's own time limit (should the grader die): past it this
         # launcher kills CMD and exits, and with it, as pid 1, goes the whole namespace. (A
@@ -249,6 +243,23 @@ def main() -> None:
             break
     code = os.waitstatus_to_exitcode(status)
     os._exit(128 - code if code < 0 else code)
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    cmd = sys.argv[sys.argv.index("--") + 1:]
+    confine(config)
+    # An interrupt for CMD (a Jupyter kernel's, sent to the process group) must not end the
+    # launcher: as pid 1 of the namespace, its death would kill CMD.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.execve(cmd[0], cmd, os.environ)
+        finally:
+            os._exit(127)
+    supervise(pid, config)
 
 
 if __name__ == "__main__":

@@ -184,11 +184,13 @@ def readonly_roots(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
 
 
 def launcher(box: Box, report: int, *, env: dict[str, str] | None = None, readonly: tuple[str, ...] = (),
-             config: dict[str, Any] | None = None) -> tuple[list[str], dict[str, str]]:
+             config: dict[str, Any] | None = None,
+             via: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The argv prefix (unshare, then `_confine.py` with its config) that runs a command in
     `box` under every available protection, and the command's environment (built from
     nothing: no grader variables). `report` is an fd open on a file outside the box for the
-    protection report; `config` adds to the launcher's (limits, cgroups, `require`)."""
+    protection report; `config` adds to the launcher's (limits, cgroups, `require`). `via`: a
+    fork server's client (forkserver.py), which applies the same layers to a forked kernel."""
     prot = probe()
     ro, rw = readonly_roots(readonly), (str(box.root), *RW_SYSTEM)
     full = {"ro": list(ro), "rw": list(rw), "deny_net": True, "deny_connect": True,
@@ -202,6 +204,8 @@ def launcher(box: Box, report: int, *, env: dict[str, str] | None = None, readon
         "AGENTOS_SANDBOX_ALLOWED": os.pathsep.join((*ro, *rw)),
         **(env or {}),
     }
+    if via:
+        return [*via, json.dumps(full), "--"], child_env
     confine = [sys.executable, "-I", "-S", str(_HERE / "_confine.py"), json.dumps(full), "--"]
     return [*prot.unshare, *confine], child_env
 
