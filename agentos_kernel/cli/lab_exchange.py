@@ -1,6 +1,7 @@
 """`agentos lab fetch | submit | collect`: labs handed out and collected through an exchange folder.
 
-Thin: parse, call `labs.notebook.exchange`, print. Exit 0 done, 2 bad input (nothing written).
+Thin: parse, call `labs.notebook.exchange`, print. Exit 0 done, 2 bad input (nothing written;
+the UsageError is printed as one line by main.py).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import sys
 from pathlib import Path
 
 from ..schemas.jsonshape import printable
+from .common import EXIT_OK, UsageError
 
-EXIT_OK, EXIT_USAGE = 0, 2
 _EXCHANGE_HELP = ("the exchange folder (default: $AGENTOS_EXCHANGE, which the class hub sets in every "
                   "student's server)")
 
@@ -56,11 +57,6 @@ def add_exchange_commands(cmds: argparse._SubParsersAction) -> None:
     p.set_defaults(fn=cmd_collect)
 
 
-def _fail(message: str) -> int:
-    print(f"agentos: error: {printable(message)}", file=sys.stderr)
-    return EXIT_USAGE
-
-
 def cmd_fetch(args: argparse.Namespace) -> int:
     from ..labs.notebook.exchange import exchange_from, hand_out
     from ..labs.notebook.nbgrader_format import LabInputError
@@ -68,9 +64,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     try:
         done = hand_out(exchange_from(args.exchange), args.dest)
     except LabInputError as exc:
-        return _fail(str(exc))
+        raise UsageError(str(exc)) from None
     except OSError as exc:
-        return _fail(f"{exc.filename or args.dest}: {exc.strerror or exc}")
+        raise UsageError(f"{exc.filename or args.dest}: {exc.strerror or exc}") from None
     for why in done.refused:
         print(f"agentos: warning: not handed out: {printable(why)}", file=sys.stderr)
     print(f"{len(done.added)} new file(s) in {done.dest}" if done.added
@@ -84,13 +80,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     student = args.student or os.environ.get(STUDENT_ENV)
     if not student:
-        return _fail(f"who is submitting? pass --student ID (on the class hub ${STUDENT_ENV} says it)")
+        raise UsageError(f"who is submitting? pass --student ID (on the class hub ${STUDENT_ENV} says it)")
     try:
         sub = submit(args.notebook, exchange_from(args.exchange), student, lab=args.lab)
     except LabInputError as exc:
-        return _fail(str(exc))
+        raise UsageError(str(exc)) from None
     except OSError as exc:
-        return _fail(f"{exc.filename or args.notebook}: {exc.strerror or exc}")
+        raise UsageError(f"{exc.filename or args.notebook}: {exc.strerror or exc}") from None
     print(f"submitted {args.notebook} as {sub.student}'s {sub.lab} at {sub.timestamp}")
     return EXIT_OK
 
@@ -104,9 +100,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
             check_name(args.lab, "lab")
         done = collect(exchange_from(args.exchange), args.submitted, lab=args.lab)
     except LabInputError as exc:
-        return _fail(str(exc))
+        raise UsageError(str(exc)) from None
     except OSError as exc:
-        return _fail(f"{exc.filename or args.submitted}: {exc.strerror or exc}")
+        raise UsageError(f"{exc.filename or args.submitted}: {exc.strerror or exc}") from None
     for why in done.skipped:
         print(f"skipped: {printable(why)}")
     for sub in done.collected:
