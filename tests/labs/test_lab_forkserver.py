@@ -8,6 +8,9 @@ one's kernel, and every layer of the sandbox holds in a forked kernel as in a fr
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,3 +173,37 @@ def test_lab_grade_says_in_one_line_when_the_fork_server_cannot_start(
     code, out, err = run_cli("lab", "grade", submitted, "--source", SOURCE, "--out", tmp_path / "out2",
                              "--timeout", TIMEOUT, "--no-progress", "--no-fork-server")
     assert code == 0 and len(rows(tmp_path / "out2" / "gradebook.csv")) == len(find_students(submitted))
+
+
+def _kill_template(fs: ForkServer) -> None:
+    os.killpg(fs._proc.pid, signal.SIGKILL)  # as the OOM killer or an operator would
+    fs._proc.wait()
+
+
+def test_a_dead_template_is_started_again_for_the_next_kernel(tmp_path: Path) -> None:
+    path = _student(tmp_path, "s", "pass")
+    with ForkServer() as fs:
+        _kill_template(fs)
+        score = check_notebook(path, timeout=TIMEOUT, forkserver=fs)
+        assert fs.restarts == 1 and not score.points_lost and not score.unprotected
+
+
+def test_a_student_whose_kernel_died_with_the_template_is_graded_again(tmp_path: Path) -> None:
+    """The template dies while a student's cell runs (its kernel dies with it, as the batch's
+    pid 1 goes): the student is graded again in a kernel of the new template, in full."""
+    submitted = tmp_path / "submitted"
+    folder = submitted / "slow" / SOURCE.stem
+    folder.mkdir(parents=True)
+    slow = _student(tmp_path, "slow_src", "import time\ntime.sleep(3)")
+    shutil.copy(slow, folder / SOURCE.name)
+    lab = batch.load_criteria(SOURCE)
+    with ForkServer() as fs:
+        killer = threading.Timer(1.5, _kill_template, (fs,))
+        killer.start()
+        try:
+            grade = batch.grade_student(lab, submitted, "slow", batch.Limits(timeout=TIMEOUT), forkserver=fs)
+        finally:
+            killer.cancel()
+        assert fs.restarts == 1
+    assert grade.status == batch.GRADED and grade.reason == "to grade by hand: explain", grade
+    assert all(r.points == r.max_points for r in grade.rows if r.points is not None), grade.rows

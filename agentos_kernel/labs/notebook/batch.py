@@ -158,9 +158,13 @@ def grade_student(lab: Lab, submitted: Path, student: str, limits: Limits = Limi
         return _redacted(StudentGrade(student, MISSING, f"no {path.relative_to(submitted)}", (),
                                       time.monotonic() - start))
     try:
-        score = check_notebook(path, source=lab.source, timeout=limits.timeout, wall=limits.wall,
-                               memory_mb=limits.memory_mb, unconfined=limits.unconfined, cancel=cancel,
-                               forkserver=forkserver)
+        for _ in range(2):  # once more if the fork server's template died under this kernel
+            restarts = forkserver.restarts if forkserver else 0
+            score = check_notebook(path, source=lab.source, timeout=limits.timeout, wall=limits.wall,
+                                   memory_mb=limits.memory_mb, unconfined=limits.unconfined, cancel=cancel,
+                                   forkserver=forkserver)
+            if forkserver is None or not forkserver.lost_since(restarts):
+                break
     except SandboxUnavailable:
         raise  # the machine, not the student: the whole batch stops before it starts
     except LabInputError as exc:

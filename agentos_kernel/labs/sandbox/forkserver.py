@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from . import run as sandbox
@@ -51,13 +52,26 @@ class ForkServer:
         os.chmod(self._dir.name, 0o700)  # only the grader may reach the socket
         self.socket = os.path.join(self._dir.name, "s")
         self._log = Path(self._dir.name) / "template.log"
+        self._preload = preload
+        self._lock = threading.Lock()
+        self.restarts = 0
+        """How many times a dead template was started again during the batch."""
+        try:
+            self._start()
+        except ForkServerError:
+            self._dir.cleanup()
+            raise
+
+    def _start(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.socket)  # a dead template's socket: the new one binds the same path
         # BLAS libraries start their threads when loaded: one thread each (a kernel's numpy
         # computes on one core) keeps the template single-threaded, as fork needs.
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": self._dir.name,
                "MALLOC_ARENA_MAX": "2", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1"}
         argv = [*sandbox.probe().unshare, sys.executable, "-E", "-s", str(_HERE / "_template.py"),
-                self.socket, *preload]
+                self.socket, *self._preload]
         with self._log.open("wb") as log:
             # the grader's environment (API keys and all) never reaches the template: built from nothing
             # stdin: a pipe the template watches; it exits when the grader goes, however it goes
@@ -72,23 +86,39 @@ class ForkServer:
             ready = sel.select(START_SECONDS) and self._proc.stdout.readline() == b"ready\n"
         if not ready:
             tail = " | ".join(self._log.read_text(errors="replace").strip().splitlines()[-2:])
-            self.close()
+            self._reap()
             raise ForkServerError(f"the lab kernels' fork server did not start: {tail or '(no output)'}; "
                                   "pass --no-fork-server to start each kernel from scratch")
 
     def prefix(self) -> list[str]:
-        """The launcher argv for `run.launcher(via=...)`: the client that asks for a kernel."""
+        """The launcher argv for `run.launcher(via=...)`: the client that asks for a kernel.
+        A template that died (the OOM killer, an operator's kill) is started again first, so
+        one lost process does not turn every later student of the batch into an error row;
+        ForkServerError if it cannot start."""
+        with self._lock:  # the batch's threads ask at once; one of them restarts it
+            if self._proc.poll() is not None:
+                self._reap()
+                self.restarts += 1
+                self._start()
         return [sys.executable, "-I", "-S", str(_HERE / "_forkclient.py"), self.socket]
+
+    def lost_since(self, restarts: int) -> bool:
+        """Whether the template died (or was started again) since `self.restarts` was
+        `restarts`: a kernel forked before then died with it, through no fault of its student."""
+        return self.restarts != restarts or self._proc.poll() is not None
 
     def close(self) -> None:
         """Kill the template (and, as pid 1 of the batch's namespace, whatever is left in it)."""
+        self._reap()
+        self._dir.cleanup()
+
+    def _reap(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
         self._proc.wait()
         for pipe in (self._proc.stdin, self._proc.stdout):
             if pipe is not None:
                 pipe.close()
-        self._dir.cleanup()
 
     def __enter__(self) -> ForkServer:
         return self
