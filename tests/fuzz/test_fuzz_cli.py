@@ -84,6 +84,9 @@ paths = st.sampled_from(PATHS) | nasty_text
 # absolute or climbing one would let a regression write into / (a fuzzed `init /...` once did).
 _inside = [p for p in PATHS if p and not p.startswith(("/", "..", "~")) and "/.." not in p]
 targets = st.sampled_from(_inside) | nasty_text.map(lambda s: "t_" + s.replace("/", "_").replace("\0", "_"))
+# A folder the lab commands fill (fetch's DEST, collect's SUBMITTED, grade's --out) is followed
+# through a symlink the user made, as `cp -r` does: link_out/x would write outside the box.
+folders = targets.filter(lambda p: not p.startswith("link_out"))
 sessions = st.sampled_from(SESSIONS) | nasty_text
 numbers = st.sampled_from(NUMBERS)
 # --faults names over NAME_MAX bytes crash faults.py (test_an_over_long_fault_plan_name_is_one_line)
@@ -122,6 +125,13 @@ COMMANDS = st.one_of(
     _cmd(one(["lab", "validate"]), st.lists(st.sampled_from(FILE_PATHS), max_size=3)),
     _cmd(one(["grade"]), st.sampled_from(FILE_PATHS).map(lambda p: [p]), _opt("--jobs", numbers),
          _opt("--timeout", numbers), _opt("--csv", targets)),
+    _cmd(one(["lab", "grade"]), paths.map(lambda p: [p]), _opt("--source", st.sampled_from(FILE_PATHS)),
+         _opt("--out", folders), _opt("--jobs", numbers), _opt("--timeout", numbers)),
+    _cmd(one(["lab", "fetch"]), st.lists(folders, max_size=1), _opt("--exchange", paths)),
+    _cmd(one(["lab", "submit"]), st.sampled_from(FILE_PATHS).map(lambda p: [p]), _opt("--exchange", targets),
+         _opt("--student", sessions), _opt("--lab", sessions)),
+    _cmd(one(["lab", "collect"]), folders.map(lambda p: [p]), _opt("--exchange", paths),
+         _opt("--lab", sessions)),
     _cmd(one(["lab"]), st.lists(nasty_text, max_size=2)),
     st.lists(nasty_text | flags, max_size=4),
 )
