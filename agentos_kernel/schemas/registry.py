@@ -1,14 +1,18 @@
 """L7 Schema-versioned IPC Registry: every boundary payload is checked against a schema id.
 
 Each schema file is loaded once and its validator compiled once, on first use, with
-`jsonschema-rs` (full draft 2020-12). Schemas refer to each other by `$id` (`"$ref":
-"write_claim_v1"`), resolved through one shared registry. A missing id is an error
-(`SCHEMA_NOT_FOUND`), never a pass.
+`jsonschema-rs` (full draft 2020-12). A registry loaded again in the same process from the
+same bytes (a Runtime rebuilt after a contract edit elsewhere, or a second workspace with
+the same schemas) is the one already loaded, its compiled validators with it: `load` reads
+every file each time and compares the bytes, so an edited schema is never served stale.
+Schemas refer to each other by `$id` (`"$ref": "write_claim_v1"`), resolved through one
+shared registry. A missing id is an error (`SCHEMA_NOT_FOUND`), never a pass.
 """
 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
@@ -26,6 +30,12 @@ from .textcheck import decode_problem
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
 # be expanded in full, and a cycle or a value nested past the validator's limit raises.
 MAX_PAYLOAD_VALUES, MAX_PAYLOAD_DEPTH, MAX_VIOLATIONS = 200_000, 200, 100
+
+KEEP_LOADED = 8
+"""Registries `load` keeps for reuse (least recently used dropped first): a class's few
+workspaces."""
+_LOADED: OrderedDict[tuple[tuple[str, bytes], ...], SchemaRegistry] = OrderedDict()
+"""Registries loaded without a problem, by the exact (path, bytes) of every file read."""
 
 
 @dataclass(frozen=True)
@@ -54,20 +64,37 @@ class SchemaRegistry:
 
     @classmethod
     def load(cls, *roots: Path) -> SchemaRegistry:
-        """Load and meta-check every schema file; raise `ContractError` naming each bad file."""
+        """Load and meta-check every schema file; raise `ContractError` naming each bad file.
+        The same bytes at the same paths as a registry loaded before give that registry
+        (its validators compiled already); a problem is found and raised afresh each time."""
+        read: list[tuple[Path, bytes | OSError]] = []
+        for root in roots:
+            for path in sorted(Path(root).rglob("*.json")):
+                try:
+                    read.append((path, path.read_bytes()))
+                except OSError as exc:
+                    read.append((path, exc))
+        key = tuple((str(p), raw) for p, raw in read if isinstance(raw, bytes))
+        if len(key) == len(read) and (hit := _LOADED.get(key)) is not None:
+            _LOADED.move_to_end(key)
+            return hit
         schemas: dict[str, dict[str, Any]] = {}
         files: dict[str, Path] = {}
         problems: list[Problem] = []
-        for root in roots:
-            for path in sorted(Path(root).rglob("*.json")):
-                problem = _load_one(path, schemas, files)
-                if problem:
-                    problems.append(problem)
+        for path, raw in read:  # parsed from the bytes read above: the key is what was loaded
+            problem = _load_one(path, raw, schemas, files)
+            if problem:
+                problems.append(problem)
         if not problems:
             problems = _dangling_refs(schemas, files)
         if problems:
             raise ContractError(problems)
-        return cls(schemas, files)
+        loaded = cls(schemas, files)
+        if len(key) == len(read):
+            _LOADED[key] = loaded
+            while len(_LOADED) > KEEP_LOADED:
+                _LOADED.popitem(last=False)
+        return loaded
 
     def with_schemas(self, docs: dict[str, dict[str, Any]], source: str) -> SchemaRegistry:
         """A new registry with `docs` (id -> schema) added, for schemas that come from
@@ -210,12 +237,24 @@ def not_json(payload: Any, *, max_values: int = MAX_PAYLOAD_VALUES,
     return Violation(*found) if found else None
 
 
-def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> Problem | None:
+def forget_loaded() -> None:
+    """Drop the registries `load` keeps (a new process starts without them)."""
+    _LOADED.clear()
+
+
+def _load_one(path: Path, raw: bytes | OSError, schemas: dict[str, dict[str, Any]],
+              files: dict[str, Path]) -> Problem | None:
+    if isinstance(raw, OSError):
+        return Problem(str(path), "-", f"not valid JSON: {raw}")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Problem(str(path), "-", decode_problem(exc))
-    except (OSError, json.JSONDecodeError) as exc:
+    if "\r" in text:  # as `read_text` reads it (universal newlines): error offsets stay the same
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
         return Problem(str(path), "-", f"not valid JSON: {exc}")
     if not isinstance(doc, dict):
         return Problem(str(path), "-", "a schema must be a JSON object")
@@ -233,16 +272,22 @@ def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, P
     return None
 
 
-def _refs(node: Any) -> Iterable[str]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str):
-                yield value
-            else:
-                yield from _refs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _refs(item)
+def _ref_targets(doc: Any) -> set[str]:
+    """The schema ids (the part before `#`) of every `$ref` string in `doc`: one loop over a
+    stack, not a generator per node (a fresh kernel walks every schema once)."""
+    found: set[str] = set()
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "$ref" and isinstance(value, str):
+                    found.add(value.partition("#")[0])
+                elif isinstance(value, dict | list):
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
 
 
 def _dangling_refs(schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> list[Problem]:
@@ -250,7 +295,7 @@ def _dangling_refs(schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -
     otherwise fail on it with a bare ValueError)."""
     problems = []
     for sid, doc in schemas.items():
-        for target in sorted({ref.partition("#")[0] for ref in _refs(doc)}):
+        for target in sorted(_ref_targets(doc)):
             if target and target not in schemas:
                 problems.append(Problem(str(files[sid]), "$ref", f"refers to {target!r}, which is not "
                                         f"loaded; add schemas/{target}.json"))

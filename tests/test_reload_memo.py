@@ -1,0 +1,89 @@
+"""A workspace loaded again in the same process (a Runtime rebuilt after one contract edit)
+reuses what it read before only where the bytes are the same: the schema registry (its
+compiled validators with it) and each YAML document, keyed by their exact text, so an
+edit that keeps a file's size and mtime is still seen (issue 24). Counts, never times."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentos_kernel import Runtime, yamlload
+from agentos_kernel.errors import ContractError
+from agentos_kernel.schemas.registry import SchemaRegistry
+from agentos_kernel.yamlload import load_yaml
+
+
+def _same_size_same_mtime(path: Path, old: str, new: str) -> None:
+    """Rewrite `path` with `old` replaced by `new` (same length), its mtime put back."""
+    assert len(old) == len(new)
+    st = path.stat()
+    path.write_text(path.read_text().replace(old, new, 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_the_same_schema_bytes_give_the_registry_already_loaded(workspace: Path) -> None:
+    schemas = workspace / "schemas"
+    first = SchemaRegistry.load(schemas)
+    assert first.violations({"steps": []}, "plan_v1")  # compiles plan_v1's validator
+    again = SchemaRegistry.load(schemas)
+    assert again is first
+    assert Runtime.from_workspace(workspace).schemas is first
+
+
+def test_a_schema_edited_in_place_is_loaded_afresh(workspace: Path) -> None:
+    path = workspace / "schemas" / "plan_v1.json"
+    first = SchemaRegistry.load(workspace / "schemas")
+    assert first.schema("plan_v1")["properties"]["steps"]["minItems"] == 1
+    _same_size_same_mtime(path, '"minItems": 1', '"minItems": 3')
+    again = SchemaRegistry.load(workspace / "schemas")
+    assert again is not first and again.schema("plan_v1")["properties"]["steps"]["minItems"] == 3
+
+
+def test_a_bad_schema_fails_every_load_with_the_same_problem(workspace: Path) -> None:
+    SchemaRegistry.load(workspace / "schemas")  # kept: the bad one must not be served from it
+    path = workspace / "schemas" / "plan_v1.json"
+    path.write_text(path.read_text() + "\r\n}")
+    messages = []
+    for _ in range(2):
+        with pytest.raises(ContractError) as err:
+            SchemaRegistry.load(workspace / "schemas")
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] and "plan_v1.json" in messages[0] and "not valid JSON" in messages[0]
+
+
+def test_a_yaml_text_read_before_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    real = yamlload._plain_load
+
+    def counting(text: str) -> object:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(yamlload, "_plain_load", counting)
+    text = "name: greet\ntriggers: [hello, hi]\n"
+    first = load_yaml(text)
+    first["triggers"].append("changed by a caller")
+    second = load_yaml(text)
+    assert second == {"name": "greet", "triggers": ["hello", "hi"]}
+    assert parsed == [text]
+    assert load_yaml(text.replace("greet", "great")) == {"name": "great", "triggers": ["hello", "hi"]}
+    assert len(parsed) == 2
+
+
+def test_a_yaml_error_is_raised_every_time() -> None:
+    for _ in range(2):
+        with pytest.raises(yaml.YAMLError):
+            load_yaml("a: [1, 2\n")
+
+
+def test_a_skill_edited_in_place_reaches_the_rebuilt_runtime(workspace: Path) -> None:
+    skill = workspace / "skills" / "greet" / "SKILL.md"
+    before = Runtime.from_workspace(workspace).skills["greet"].description
+    assert before[:6] != "EDITED"
+    _same_size_same_mtime(skill, f"description: {before[:6]}", "description: EDITED")
+    assert Runtime.from_workspace(workspace).skills["greet"].description.startswith("EDITED")
