@@ -82,11 +82,12 @@ def _whole_log(logged: list[Event], sid: str) -> tuple[Event, ...] | None:
     session's are); None to read the log back instead. Each line holds its event's canonical
     bytes (SessionLog.append), so each is made from those bytes as reading the line back
     would (keys in their stored order, a NaN as null), without reading the file
-    (tests/jupyter/test_agent_events.py compares them)."""
+    (tests/jupyter/test_agent_events.py compares them): the whole run encoded and decoded
+    at once, each object holding exactly an event's ten fields (`Event.trusted`)."""
     events = [e for e in logged if e.session_id == sid]
     if not events or any(e.seq != i for i, e in enumerate(events, 1)):
         return None
-    return tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
+    return tuple(map(Event.trusted, orjson.loads(canonical([vars(e) for e in events]))))
 
 
 def fork_agent(target: str, *, profile: str | None = None, faults: str | None = None,

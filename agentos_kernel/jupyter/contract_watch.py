@@ -14,7 +14,7 @@ import ctypes
 import ctypes.util
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 _IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
@@ -68,12 +68,9 @@ class ContractWatch:
             if path.is_symlink():
                 _give_up(fd)
                 return None
-            if path.is_dir():
-                for top, dirs, files in os.walk(path):
-                    if any(os.path.islink(os.path.join(top, n)) for n in (*dirs, *files)):
-                        _give_up(fd)
-                        return None
-                    trees.append(top)
+            if path.is_dir() and not _tree(str(path), trees):
+                _give_up(fd)
+                return None
         filters: dict[int, frozenset[str] | None] = {}
         for directory, wanted in names.items():
             wd = libc.inotify_add_watch(fd, os.fsencode(directory), _MASK)
@@ -121,6 +118,30 @@ class ContractWatch:
             os.close(self._fd)
             self._fd = -1
             self._changed = True
+
+
+def _tree(top: str, out: list[str]) -> bool:
+    """Append `top` and every directory under it to `out`, parents first, as `os.walk` lists
+    them (a directory that cannot be listed is left out, as it skips one); False when any
+    entry is a symlink. A directory entry knows whether it is a link without a stat call
+    (one `lstat` per contract file was most of starting a watch)."""
+    try:
+        with os.scandir(top) as it:
+            entries = list(it)
+    except OSError:
+        return True
+    out.append(top)
+    if any(_safely(e.is_symlink) for e in entries):
+        return False
+    return all(_tree(e.path, out) for e in entries if _safely(e.is_dir))
+
+
+def _safely(test: Callable[[], bool]) -> bool:
+    """An entry's test, False when it cannot be made (gone since listed), as os.walk has it."""
+    try:
+        return test()
+    except OSError:
+        return False
 
 
 def _give_up(fd: int) -> None:

@@ -64,3 +64,26 @@ def test_a_run_counts_its_layers_once_however_often_it_is_shown(ws: Path,
     assert (repr(run), run._repr_html_()) == (text, html)
     assert calls == [1]
     assert "events:" in text and "L4" in html
+
+
+def test_a_line_parsed_before_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.error import UsageError
+
+    monkeypatch.setattr(AGENT, "_parsed", {})
+    calls: list[str] = []
+    real = type(AGENT).parse_line
+    monkeypatch.setattr(type(AGENT), "parse_line", lambda self, line: calls.append(line) or real(self, line))
+    line = '--step --layer L1 --layer L3 "hello, greet Ada"'
+    first = AGENT.parse_cached(line)
+    assert first is not None and first.layer == ["L1", "L3"]
+    first.layer.append("L8")  # a caller's change stays its own
+    second = AGENT.parse_cached(line)
+    assert second is not None and second.layer == ["L1", "L3"] and second.prompt == ["hello, greet Ada"]
+    assert calls == [line]
+    for _ in range(2):  # a problem or --help is shown every time
+        with pytest.raises(UsageError, match="--nope"):
+            AGENT.parse_cached('--nope "hello"')
+        assert AGENT.parse_cached("--help") is None
+        assert "usage:" in capsys.readouterr().out
+    assert calls == [line] + ['--nope "hello"', "--help"] * 2
