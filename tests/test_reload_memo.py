@@ -87,3 +87,29 @@ def test_a_skill_edited_in_place_reaches_the_rebuilt_runtime(workspace: Path) ->
     assert before[:6] != "EDITED"
     _same_size_same_mtime(skill, f"description: {before[:6]}", "description: EDITED")
     assert Runtime.from_workspace(workspace).skills["greet"].description.startswith("EDITED")
+
+
+def test_a_closed_contract_watch_is_torn_down_off_the_callers_thread(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import queue
+    import time
+
+    from agentos_kernel.jupyter import contract_watch
+    from agentos_kernel.jupyter.contract_watch import ContractWatch
+
+    handed: queue.SimpleQueue[int] = queue.SimpleQueue()
+    monkeypatch.setattr(contract_watch, "_closer", lambda: handed)
+    watch = ContractWatch.start([workspace / "agentos.yaml", workspace / "skills"])
+    assert watch is not None, "inotify is on Linux"
+    fd = watch._fd
+    watch.close()
+    assert watch.changed()  # at once: the Runtime it guarded is never reused
+    assert handed.get_nowait() == fd
+    os.fstat(fd)  # still open: the caller did not wait for Linux to tear the watches down
+    monkeypatch.undo()
+    contract_watch._closer().put(fd)  # the real closer thread closes it
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and os.path.exists(f"/proc/self/fd/{fd}"):
+        time.sleep(0.01)
+    with pytest.raises(OSError):
+        os.fstat(fd)

@@ -10,10 +10,13 @@ returns None and the cache compares stat signatures as before.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
+import queue
 import struct
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -113,11 +116,43 @@ class ContractWatch:
         return False
 
     def close(self) -> None:
-        """Remove every watch (closing the descriptor does)."""
+        """Remove every watch (closing the descriptor does). Linux takes milliseconds to tear
+        an inotify instance down (it waits out a grace period: 3 ms here, more than loading
+        the workspace again), so the descriptor is closed on a thread of its own and the
+        Runtime rebuilt after an edit does not wait for it; `changed()` is True at once."""
         if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+            fd, self._fd = self._fd, -1
             self._changed = True
+            _closer().put(fd)
+
+
+_CLOSING: queue.SimpleQueue[int] | None = None
+
+
+def _closer() -> queue.SimpleQueue[int]:
+    """The queue of descriptors to close, and the one daemon thread closing them in turn
+    (started on first use; os.close lets go of the GIL while Linux tears an instance down)."""
+    global _CLOSING
+    if _CLOSING is None:
+        _CLOSING = queue.SimpleQueue()
+        threading.Thread(target=_close_each, args=(_CLOSING,), name="agentos-contract-watch-close",
+                         daemon=True).start()
+    return _CLOSING
+
+
+def _forget_closer() -> None:
+    global _CLOSING
+    _CLOSING = None  # a forked child has no closer thread: it starts its own when it needs one
+
+
+os.register_at_fork(after_in_child=_forget_closer)
+
+
+def _close_each(fds: queue.SimpleQueue[int]) -> None:
+    while True:
+        fd = fds.get()
+        with contextlib.suppress(OSError):  # only this module holds it; keep closing the rest
+            os.close(fd)
 
 
 def _tree(top: str, out: list[str]) -> bool:
