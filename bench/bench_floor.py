@@ -25,10 +25,12 @@ out), reported as the minimum and the median over the rounds. Contenders:
   YAML documents kept by their bytes: `schemas.registry.forget_loaded`,
   `yamlload.forget_read`), so every contract file is read, parsed and checked, the schemas
   compiled and the inotify watch started, as in a new process (imports aside).
-- `%agent, Runtime rebuilt`: the same with only the Runtime cache emptied: what `%agent`
-  pays when it builds a new Runtime in a kernel that has read the workspace before (after
-  a contract edit, the old watch's closing aside): unchanged schema and YAML bytes are not
-  parsed or compiled again. Both against a warm `%agent`, the three alone in a second phase.
+- `%agent after a contract edit`: a contract file touched before the timer starts
+  (`os.utime` on skills/greet/SKILL.md, its bytes unchanged: inotify reports it as an edit),
+  so the timed call sees the change, closes the old Runtime's watch, and builds a new Runtime
+  in a kernel that has read the workspace before: unchanged schema and YAML bytes are not
+  parsed or compiled again (the file reuse by bytes). Both against a warm `%agent`, the three
+  alone in a second phase.
 
 Prints a Markdown table with the load average (`/proc/loadavg`) before and after.
 """
@@ -97,7 +99,7 @@ def request(ws: Path) -> Callable[[], Any]:
 
 
 def magic(ws: Path, fresh: str | None = None) -> Callable[[], Any]:
-    """`run_agent`; `fresh`: "kernel" (nothing read before) or "runtime" (a new Runtime)."""
+    """`run_agent`; `fresh`: "kernel" (nothing read before) or "edit" (a contract touched)."""
     from agentos_kernel import yamlload
     from agentos_kernel.jupyter import api, runtime_cache
     from agentos_kernel.schemas import registry
@@ -106,13 +108,16 @@ def magic(ws: Path, fresh: str | None = None) -> Callable[[], Any]:
         assert api.run_agent(CANONICAL, workspace=ws).output == "Hello, Ada!"
 
     def setup() -> None:
+        if fresh == "edit":
+            os.utime(ws / "skills" / "greet" / "SKILL.md")
+            return
         # A fresh kernel has no cached Runtime; emptying the cache closes the old one's
         # inotify watch, which a new kernel does not pay for: done here, untimed.
         runtime_cache.clear()
-        if fresh == "kernel":  # (before the reuse by bytes existed there was nothing to forget)
-            for forget in (getattr(registry, "forget_loaded", None), getattr(yamlload, "forget_read", None)):
-                if forget is not None:
-                    forget()
+        # (before the reuse by bytes existed there was nothing else to forget)
+        for forget in (getattr(registry, "forget_loaded", None), getattr(yamlload, "forget_read", None)):
+            if forget is not None:
+                forget()
 
     if fresh:
         run.setup = setup  # type: ignore[attr-defined]
@@ -159,7 +164,7 @@ def main() -> None:
         # call comes next, which would be another contender's.
         times |= interleaved({"%agent, warm": magic(nosync),
                               "%agent, fresh kernel": magic(nosync, fresh="kernel"),
-                              "%agent, Runtime rebuilt": magic(nosync, fresh="runtime")},
+                              "%agent after a contract edit": magic(nosync, fresh="edit")},
                              args.rounds, "fresh kernel")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -171,7 +176,7 @@ def main() -> None:
     print(ratio_row(times, "%agent", "request, fsync never", 1.15))
     print(ratio_row(times, "%agent line, displayed", "request, fsync never", 1.15))
     print(ratio_row(times, "%agent, fresh kernel", "%agent, warm", 3.0))
-    print(ratio_row(times, "%agent, Runtime rebuilt", "%agent, warm", 3.0))
+    print(ratio_row(times, "%agent after a contract edit", "%agent, warm", 3.0))
 
 
 if __name__ == "__main__":

@@ -82,12 +82,24 @@ def _whole_log(logged: list[Event], sid: str) -> tuple[Event, ...] | None:
     session's are); None to read the log back instead. Each line holds its event's canonical
     bytes (SessionLog.append), so each is made from those bytes as reading the line back
     would (keys in their stored order, a NaN as null), without reading the file
-    (tests/jupyter/test_agent_events.py compares them): the whole run encoded and decoded
-    at once, each object holding exactly an event's ten fields (`Event.trusted`)."""
+    (tests/jupyter/test_agent_events.py compares them): the run's payloads encoded and
+    decoded at once; the other fields are plain str/int/None as SessionLog.append makes
+    them, which reading back leaves as they are (anything else: whole events, as read)."""
     events = [e for e in logged if e.session_id == sid]
     if not events or any(e.seq != i for i, e in enumerate(events, 1)):
         return None
-    return tuple(map(Event.trusted, orjson.loads(canonical([vars(e) for e in events]))))
+    payloads = orjson.loads(canonical([e.payload for e in events]))
+    out = []
+    for e, payload in zip(events, payloads, strict=True):
+        if (type(e.id) is not str or type(e.session_id) is not str or type(e.ts) is not str
+                or type(e.type) is not str or type(e.actor) is not str or type(e.chain) is not str
+                or type(e.schema_version) is not str or type(e.seq) is not int
+                or (e.parent_id is not None and type(e.parent_id) is not str)):
+            return tuple(map(Event.trusted, orjson.loads(canonical([vars(e) for e in events]))))
+        fields = dict(vars(e))
+        fields["payload"] = payload
+        out.append(Event.trusted(fields))
+    return tuple(out)
 
 
 def fork_agent(target: str, *, profile: str | None = None, faults: str | None = None,

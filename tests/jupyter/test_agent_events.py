@@ -87,3 +87,22 @@ def test_a_line_parsed_before_is_not_parsed_again(monkeypatch: pytest.MonkeyPatc
         assert AGENT.parse_cached("--help") is None
         assert "usage:" in capsys.readouterr().out
     assert calls == [line] + ['--nope "hello"', "--help"] * 2
+
+
+def test_a_run_whose_fields_are_not_plain_strings_is_made_as_it_reads_back() -> None:
+    import orjson
+
+    from agentos_kernel.store.events import Event, canonical
+
+    class Named(str):
+        def __repr__(self) -> str:
+            return f"Named({str(self)!r})"
+
+    events = [Event.trusted({"id": f"s1-e{i}", "session_id": "s1", "ts": "2026-01-01T00:00:00Z",
+                             "type": "session.start", "actor": Named("user") if i == 2 else "user",
+                             "payload": {"b": (1, float("nan")), "a": "x"}, "schema_version": "v1",
+                             "parent_id": None, "seq": i, "chain": "c"}) for i in (1, 2)]
+    made = api._whole_log(events, "s1")
+    read = tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
+    assert made == read and repr(made) == repr(read)
+    assert "Named" not in repr(made) and list(made[0].payload) == ["a", "b"]
