@@ -32,6 +32,13 @@ out), reported as the minimum and the median over the rounds. Contenders:
   parsed or compiled again (the file reuse by bytes). Both against a warm `%agent`, the three
   alone in a second phase.
 
+- `%agent, new process` (`--processes N`, default 10): the real thing, in N new
+  interpreters one after another: `agentos_kernel.jupyter.magics` imported (what `%load_ext`
+  loads), then the first `run_agent` timed (its imports of the runtime, YAML and JSON
+  Schema libraries included) and, in a second figure, without them (imported first), each
+  against the median of five warm calls in the same interpreter. Not interleaved with the
+  others (each interpreter is its own round).
+
 Prints a Markdown table with the load average (`/proc/loadavg`) before and after.
 """
 
@@ -124,6 +131,39 @@ def magic(ws: Path, fresh: str | None = None) -> Callable[[], Any]:
     return run
 
 
+CHILD = """
+import sys, time, statistics
+ws, preload, prompt = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+import agentos_kernel.jupyter.magics
+if preload:
+    import agentos_kernel.jupyter.api, yaml, jsonschema_rs
+t = time.perf_counter()
+from agentos_kernel.jupyter import api
+api.run_agent(prompt, workspace=ws)
+first = (time.perf_counter() - t) * 1000
+warm = []
+for _ in range(5):
+    t = time.perf_counter()
+    api.run_agent(prompt, workspace=ws)
+    warm.append((time.perf_counter() - t) * 1000)
+print(first, statistics.median(warm))
+"""
+
+
+def new_processes(ws: Path, n: int, preload: bool) -> dict[str, list[float]]:
+    """First `%agent` and warm median (ms) in each of `n` new interpreters."""
+    import subprocess
+
+    out: dict[str, list[float]] = {"first": [], "warm": []}
+    for _ in range(n):
+        done = subprocess.run([sys.executable, "-c", CHILD, str(ws), "1" if preload else "0", CANONICAL],
+                              capture_output=True, text=True, check=True)
+        first, warm = map(float, done.stdout.split())
+        out["first"].append(first)
+        out["warm"].append(warm)
+    return out
+
+
 def line_magic(ws: Path) -> Callable[[], Any]:
     """`%agent` as a notebook cell runs it: the line parsed, the request, the result formatted
     for display (every mime type IPython asks a result for)."""
@@ -152,6 +192,8 @@ def ratio_row(times: dict[str, list[float]], top: str, base: str, goal: float) -
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=50, help="interleaved rounds (default 50)")
+    ap.add_argument("--processes", type=int, default=10,
+                    help="new interpreters for the first %%agent of a new process (default 10; 0: none)")
     args = ap.parse_args()
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     tmp = Path(tempfile.mkdtemp(prefix="agentos-floor-"))
@@ -166,6 +208,11 @@ def main() -> None:
                               "%agent, fresh kernel": magic(nosync, fresh="kernel"),
                               "%agent after a contract edit": magic(nosync, fresh="edit")},
                              args.rounds, "fresh kernel")
+        if args.processes:
+            for preload in (False, True):
+                got = new_processes(nosync, args.processes, preload)
+                name = "%agent, new process" + (" (imports done)" if preload else "")
+                times[name], times[f"{name}: warm"] = got["first"], got["warm"]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load_after = Path("/proc/loadavg").read_text().split()[:3]
@@ -177,6 +224,9 @@ def main() -> None:
     print(ratio_row(times, "%agent line, displayed", "request, fsync never", 1.15))
     print(ratio_row(times, "%agent, fresh kernel", "%agent, warm", 3.0))
     print(ratio_row(times, "%agent after a contract edit", "%agent, warm", 3.0))
+    if args.processes:
+        for name in ("%agent, new process", "%agent, new process (imports done)"):
+            print(ratio_row(times, name, f"{name}: warm", 3.0))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,11 @@ def _inotify() -> ctypes.CDLL | None:
     global _libc
     if _libc is None:
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            # The interpreter's own symbols hold libc's: no find_library, which runs
+            # `ldconfig -p` in a subprocess (a new kernel's first %agent paid for it).
+            libc = ctypes.CDLL(None, use_errno=True)
+            if not hasattr(libc, "inotify_init1"):
+                libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
             libc.inotify_init1.argtypes = [ctypes.c_int]
             libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         except (OSError, AttributeError):  # not Linux, or a libc without inotify
