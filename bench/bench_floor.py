@@ -22,7 +22,7 @@ out), reported as the minimum and the median over the rounds. Contenders:
 - `%agent, fresh kernel`: the first `%agent` of a new kernel, its modules already imported:
   before the timer starts the Runtime cache is emptied (`runtime_cache.clear()`) and so is
   everything else a kernel keeps once it has read a workspace (the schema registries and
-  YAML documents kept by their bytes: `schemas.registry.forget_loaded`,
+  YAML documents kept by their bytes: `schemas.loading.forget_loaded`,
   `yamlload.forget_read`), so every contract file is read, parsed and checked, the schemas
   compiled and the inotify watch started, as in a new process (imports aside).
 - `%agent after a contract edit`: a contract file touched before the timer starts
@@ -110,6 +110,10 @@ def magic(ws: Path, fresh: str | None = None) -> Callable[[], Any]:
     from agentos_kernel import yamlload
     from agentos_kernel.jupyter import api, runtime_cache
     from agentos_kernel.schemas import registry
+    try:
+        from agentos_kernel.schemas import loading
+    except ImportError:  # before the reuse by bytes
+        loading = registry  # type: ignore[assignment]
 
     def run() -> None:
         assert api.run_agent(CANONICAL, workspace=ws).output == "Hello, Ada!"
@@ -122,7 +126,7 @@ def magic(ws: Path, fresh: str | None = None) -> Callable[[], Any]:
         # inotify watch, which a new kernel does not pay for: done here, untimed.
         runtime_cache.clear()
         # (before the reuse by bytes existed there was nothing else to forget)
-        for forget in (getattr(registry, "forget_loaded", None), getattr(yamlload, "forget_read", None)):
+        for forget in (getattr(loading, "forget_loaded", None), getattr(yamlload, "forget_read", None)):
             if forget is not None:
                 forget()
 

@@ -63,9 +63,9 @@ def _loads_afresh() -> None:
     """Each test loads its workspaces as a new process would: without the schema registries
     and YAML documents an earlier test read (their reuse is tests/test_reload_memo.py's)."""
     from agentos_kernel import yamlload
-    from agentos_kernel.schemas import registry
+    from agentos_kernel.schemas import loading
 
-    registry.forget_loaded()
+    loading.forget_loaded()
     yamlload.forget_read()
 
 

@@ -113,3 +113,27 @@ def test_a_closed_contract_watch_is_torn_down_off_the_callers_thread(
         time.sleep(0.01)
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+def test_schema_files_are_listed_as_sorted_rglob_lists_them(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.schemas.loading import json_files
+
+    root = tmp_path / "schemas"
+    for rel in ("a.json", "a-b.json", "a/b.json", "a/z/c.json", ".hidden.json", ".json", "B.json",
+                "x.JSON", "notes.txt", "deep/er/est/d.json", "é.json"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("{}")
+    (root / "dir.json").mkdir()  # a directory named *.json is listed (and fails to load)
+    (root / "dir.json" / "inner.json").write_text("{}")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.json").write_text("{}")
+    (root / "linked").symlink_to(outside)  # not followed
+    (root / "link.json").symlink_to(outside / "o.json")  # listed
+    (root / "broken.json").symlink_to(tmp_path / "nowhere")  # listed
+    for given in (root, tmp_path / "schemas" / ".." / "schemas", Path(os.path.relpath(root))):
+        assert json_files(given) == [str(p) for p in sorted(given.rglob("*.json"))]
+    assert json_files(tmp_path / "missing") == [] == sorted((tmp_path / "missing").rglob("*.json"))
+    monkeypatch.chdir(root)
+    assert json_files(Path(".")) == [str(p) for p in sorted(Path(".").rglob("*.json"))]
