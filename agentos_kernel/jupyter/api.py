@@ -147,8 +147,8 @@ def _read_back(rt: Runtime, sid: str, prompt: str, *, ok: bool, output: str | No
     return AgentRun(
         # The prompt as the log holds it: redacted (L6) when a hook or a secret changed it.
         session_id=sid, ok=ok, prompt=str(start.get("prompt", prompt)), profile=rt.profile.name,
-        model=rt.profile.model, output=output, error=error, events=events, snapshot=replay(events),
-        workspace=rt.workspace, cycle=cycle)
+        model=rt.profile.model, output=output, error=error, events=events, workspace=rt.workspace,
+        cycle=cycle)
 
 
 def replay_session(session: object, at: int | None = None, workspace: Path | str | None = None,

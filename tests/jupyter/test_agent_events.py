@@ -106,3 +106,17 @@ def test_a_run_whose_fields_are_not_plain_strings_is_made_as_it_reads_back() -> 
     read = tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
     assert made == read and repr(made) == repr(read)
     assert "Named" not in repr(made) and list(made[0].payload) == ["a", "b"]
+
+
+def test_a_runs_snapshot_is_folded_once_and_only_when_asked_for(ws: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.jupyter import display
+
+    folds: list[int] = []
+    real = display.replay
+    monkeypatch.setattr(display, "replay", lambda events: folds.append(len(events)) or real(events))
+    run = api.run_agent("hello, greet Ada", workspace=ws)
+    assert folds == []
+    assert run.snapshot == replay(run.events) and run.snapshot.llm_calls == 5
+    assert "5 LLM calls" in repr(run)
+    assert folds == [len(run.events)]
