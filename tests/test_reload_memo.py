@@ -137,3 +137,16 @@ def test_schema_files_are_listed_as_sorted_rglob_lists_them(tmp_path: Path,
     assert json_files(tmp_path / "missing") == [] == sorted((tmp_path / "missing").rglob("*.json"))
     monkeypatch.chdir(root)
     assert json_files(Path(".")) == [str(p) for p in sorted(Path(".").rglob("*.json"))]
+
+
+def test_the_yaml_kept_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yamlload, "KEEP_READ", 3)
+    monkeypatch.setattr(yamlload, "KEEP_READ_CHARS", 40)
+    texts = [f"n: {i}\n" for i in range(5)]
+    for text in texts:
+        load_yaml(text)
+    assert [t for t, _ in yamlload._READ] == texts[2:]  # the three used last
+    big = "text: " + "x" * 40 + "\n"
+    assert load_yaml(big) == {"text": "x" * 40}
+    assert sum(len(t) for t, _ in yamlload._READ) <= 40
+    assert (big, yamlload.MAX_YAML_CHARS) not in yamlload._READ

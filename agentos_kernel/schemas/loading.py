@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
@@ -30,28 +31,32 @@ KEEP_LOADED = 8
 Key = tuple[tuple[str, bytes], ...]
 _LOADED: OrderedDict[Key, Any] = OrderedDict()
 """Registries loaded without a problem, by the exact (path, bytes) of every file read."""
+_LOCK = threading.Lock()
 _IGNORED = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 """What pathlib's glob ignores when it asks an entry whether it is a directory."""
 
 
 def loaded_before(key: Key) -> Any:
     """The registry loaded from exactly these (path, bytes), or None."""
-    hit = _LOADED.get(key)
-    if hit is not None:
-        _LOADED.move_to_end(key)
-    return hit
+    with _LOCK:  # workspaces may load on several threads (a live stepper's worker)
+        hit = _LOADED.get(key)
+        if hit is not None:
+            _LOADED.move_to_end(key)
+        return hit
 
 
 def keep(key: Key, registry: Any) -> None:
     """Keep `registry` (loaded without a problem) for the next load of the same bytes."""
-    _LOADED[key] = registry
-    while len(_LOADED) > KEEP_LOADED:
-        _LOADED.popitem(last=False)
+    with _LOCK:
+        _LOADED[key] = registry
+        while len(_LOADED) > KEEP_LOADED:
+            _LOADED.popitem(last=False)
 
 
 def forget_loaded() -> None:
     """Drop the registries kept (a new process starts without them)."""
-    _LOADED.clear()
+    with _LOCK:
+        _LOADED.clear()
 
 
 def read_files(roots: Iterable[Path]) -> list[tuple[str, bytes | OSError]]:
