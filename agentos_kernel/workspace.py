@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from .config import CONFIG_NAME
@@ -19,8 +20,10 @@ from .errors import ContractError, Problem
 CONTRACT_DIRS = ("schemas", "agents", "skills", "workflows")
 
 
+@cache
 def reference_dir() -> Path:
-    """The reference workspace: inside the wheel, or the repository root in a checkout."""
+    """The reference workspace: inside the wheel, or the repository root in a checkout (where
+    this package is does not change while it runs: found once)."""
     here = Path(__file__).resolve().parent
     packaged = here / "_reference"
     if (packaged / "schemas").is_dir():
@@ -52,9 +55,10 @@ class Workspace:
 
     def shown(self, path: Path) -> str:
         """A path for messages and logs: relative to the workspace or the reference."""
+        real = path.resolve()
         for base in (self.root, reference_dir()):
             try:
-                return path.resolve().relative_to(base.resolve()).as_posix()
+                return real.relative_to(base.resolve()).as_posix()
             except ValueError:
                 continue
         return path.as_posix()

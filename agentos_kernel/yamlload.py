@@ -11,6 +11,8 @@ itself is imported on the first call: `import agentos_kernel` does not load it.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -109,10 +111,59 @@ def _plain_load(text: str) -> Any:
         return _PURE
 
 
+KEEP_READ, KEEP_READ_CHARS = 256, 2_000_000
+"""Documents `load_yaml` keeps by their text, and their texts' characters in all (least
+recently used dropped first): every contract file of a few workspaces."""
+_READ: OrderedDict[tuple[str, int], Any] = OrderedDict()
+_kept_chars = 0
+_READ_LOCK = threading.Lock()
+
+
 def load_yaml(text: str, max_chars: int = MAX_YAML_CHARS) -> Any:
     """`yaml.safe_load` within the bounds above (a config file may pass a larger
     `max_chars`): FrontmatterError (a ValueError) names the field at fault, yaml.YAMLError
-    the line (`yaml_problem` gives it with a one-line reason)."""
+    the line (`yaml_problem` gives it with a one-line reason). A text read before in this
+    process gives a copy of the same document without parsing it again (a Runtime rebuilt
+    after one contract edit reads the others' unchanged text): the text is the key, so an
+    edited file is parsed afresh; errors are never kept, each is raised again."""
+    key = (text, max_chars)
+    with _READ_LOCK:  # workspaces may load on several threads (a live stepper's worker)
+        kept = _READ.get(key, _PURE)
+        if kept is not _PURE:
+            _READ.move_to_end(key)
+    if kept is not _PURE:
+        return _copy(kept)
+    doc = _load_yaml(text, max_chars)
+    global _kept_chars
+    with _READ_LOCK:
+        if key not in _READ:
+            _READ[key] = _copy(doc)  # a copy: the caller may change the document it is given
+            _kept_chars += len(text)
+        while len(_READ) > KEEP_READ or _kept_chars > KEEP_READ_CHARS:
+            (dropped, _), _ = _READ.popitem(last=False)
+            _kept_chars -= len(dropped)
+    return doc
+
+
+def forget_read() -> None:
+    """Drop the documents `load_yaml` keeps (a new process starts without them)."""
+    global _kept_chars
+    with _READ_LOCK:
+        _READ.clear()
+        _kept_chars = 0
+
+
+def _copy(doc: Any) -> Any:
+    """A copy of a plain JSON document (`not_json` has checked it is one): its dicts and lists
+    new, its scalars shared (they are immutable)."""
+    if isinstance(doc, dict):
+        return {k: _copy(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_copy(v) for v in doc]
+    return doc
+
+
+def _load_yaml(text: str, max_chars: int) -> Any:
     if len(text) > max_chars:
         raise FrontmatterError(f"the YAML is {len(text)} characters; at most {max_chars} "
                                "are read (put long text in the Markdown body)")

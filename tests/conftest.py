@@ -59,6 +59,17 @@ def _repo_sessions_untouched() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _loads_afresh() -> None:
+    """Each test loads its workspaces as a new process would: without the schema registries
+    and YAML documents an earlier test read (their reuse is tests/test_reload_memo.py's)."""
+    from agentos_kernel import yamlload
+    from agentos_kernel.schemas import loading
+
+    loading.forget_loaded()
+    yamlload.forget_read()
+
+
+@pytest.fixture(autouse=True)
 def _scratch_cwd(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Run each core test from an empty directory: a command that falls back to the bundled

@@ -82,11 +82,24 @@ def _whole_log(logged: list[Event], sid: str) -> tuple[Event, ...] | None:
     session's are); None to read the log back instead. Each line holds its event's canonical
     bytes (SessionLog.append), so each is made from those bytes as reading the line back
     would (keys in their stored order, a NaN as null), without reading the file
-    (tests/jupyter/test_agent_events.py compares them)."""
+    (tests/jupyter/test_agent_events.py compares them): the run's payloads encoded and
+    decoded at once; the other fields are plain str/int/None as SessionLog.append makes
+    them, which reading back leaves as they are (anything else: whole events, as read)."""
     events = [e for e in logged if e.session_id == sid]
     if not events or any(e.seq != i for i, e in enumerate(events, 1)):
         return None
-    return tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
+    payloads = orjson.loads(canonical([e.payload for e in events]))
+    out = []
+    for e, payload in zip(events, payloads, strict=True):
+        if (type(e.id) is not str or type(e.session_id) is not str or type(e.ts) is not str
+                or type(e.type) is not str or type(e.actor) is not str or type(e.chain) is not str
+                or type(e.schema_version) is not str or type(e.seq) is not int
+                or (e.parent_id is not None and type(e.parent_id) is not str)):
+            return tuple(map(Event.trusted, orjson.loads(canonical([vars(e) for e in events]))))
+        fields = dict(vars(e))
+        fields["payload"] = payload
+        out.append(Event.trusted(fields))
+    return tuple(out)
 
 
 def fork_agent(target: str, *, profile: str | None = None, faults: str | None = None,
@@ -134,8 +147,8 @@ def _read_back(rt: Runtime, sid: str, prompt: str, *, ok: bool, output: str | No
     return AgentRun(
         # The prompt as the log holds it: redacted (L6) when a hook or a secret changed it.
         session_id=sid, ok=ok, prompt=str(start.get("prompt", prompt)), profile=rt.profile.name,
-        model=rt.profile.model, output=output, error=error, events=events, snapshot=replay(events),
-        workspace=rt.workspace, cycle=cycle)
+        model=rt.profile.model, output=output, error=error, events=events, workspace=rt.workspace,
+        cycle=cycle)
 
 
 def replay_session(session: object, at: int | None = None, workspace: Path | str | None = None,

@@ -10,11 +10,14 @@ returns None and the cache compares stat signatures as before.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
+import queue
 import struct
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 _IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
@@ -32,7 +35,11 @@ def _inotify() -> ctypes.CDLL | None:
     global _libc
     if _libc is None:
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            # The interpreter's own symbols hold libc's: no find_library, which runs
+            # `ldconfig -p` in a subprocess (a new kernel's first %agent paid for it).
+            libc = ctypes.CDLL(None, use_errno=True)
+            if not hasattr(libc, "inotify_init1"):
+                libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
             libc.inotify_init1.argtypes = [ctypes.c_int]
             libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         except (OSError, AttributeError):  # not Linux, or a libc without inotify
@@ -68,12 +75,9 @@ class ContractWatch:
             if path.is_symlink():
                 _give_up(fd)
                 return None
-            if path.is_dir():
-                for top, dirs, files in os.walk(path):
-                    if any(os.path.islink(os.path.join(top, n)) for n in (*dirs, *files)):
-                        _give_up(fd)
-                        return None
-                    trees.append(top)
+            if path.is_dir() and not _tree(str(path), trees):
+                _give_up(fd)
+                return None
         filters: dict[int, frozenset[str] | None] = {}
         for directory, wanted in names.items():
             wd = libc.inotify_add_watch(fd, os.fsencode(directory), _MASK)
@@ -116,11 +120,67 @@ class ContractWatch:
         return False
 
     def close(self) -> None:
-        """Remove every watch (closing the descriptor does)."""
+        """Remove every watch (closing the descriptor does). Linux takes milliseconds to tear
+        an inotify instance down (it waits out a grace period: 3 ms here, more than loading
+        the workspace again), so the descriptor is closed on a thread of its own and the
+        Runtime rebuilt after an edit does not wait for it; `changed()` is True at once."""
         if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+            fd, self._fd = self._fd, -1
             self._changed = True
+            _closer().put(fd)
+
+
+_CLOSING: queue.SimpleQueue[int] | None = None
+
+
+def _closer() -> queue.SimpleQueue[int]:
+    """The queue of descriptors to close, and the one daemon thread closing them in turn
+    (started on first use; os.close lets go of the GIL while Linux tears an instance down)."""
+    global _CLOSING
+    if _CLOSING is None:
+        _CLOSING = queue.SimpleQueue()
+        threading.Thread(target=_close_each, args=(_CLOSING,), name="agentos-contract-watch-close",
+                         daemon=True).start()
+    return _CLOSING
+
+
+def _forget_closer() -> None:
+    global _CLOSING
+    _CLOSING = None  # a forked child has no closer thread: it starts its own when it needs one
+
+
+os.register_at_fork(after_in_child=_forget_closer)
+
+
+def _close_each(fds: queue.SimpleQueue[int]) -> None:
+    while True:
+        fd = fds.get()
+        with contextlib.suppress(OSError):  # only this module holds it; keep closing the rest
+            os.close(fd)
+
+
+def _tree(top: str, out: list[str]) -> bool:
+    """Append `top` and every directory under it to `out`, parents first, as `os.walk` lists
+    them (a directory that cannot be listed is left out, as it skips one); False when any
+    entry is a symlink. A directory entry knows whether it is a link without a stat call
+    (one `lstat` per contract file was most of starting a watch)."""
+    try:
+        with os.scandir(top) as it:
+            entries = list(it)
+    except OSError:
+        return True
+    out.append(top)
+    if any(_safely(e.is_symlink) for e in entries):
+        return False
+    return all(_tree(e.path, out) for e in entries if _safely(e.is_dir))
+
+
+def _safely(test: Callable[[], bool]) -> bool:
+    """An entry's test, False when it cannot be made (gone since listed), as os.walk has it."""
+    try:
+        return test()
+    except OSError:
+        return False
 
 
 def _give_up(fd: int) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import DomainError
 from ..store.events import Event
 from ..store.recorder import layer_of
-from ..store.replay.fold import Snapshot
+from ..store.replay.fold import Snapshot, replay
 from ..store.replay.summary import SnapshotSummary
 from ..telemetry.trace import summary
 from ..workspace import Workspace
@@ -109,12 +109,16 @@ class AgentRun:
     """Why it failed closed, when it did."""
     events: tuple[Event, ...] = field(repr=False)
     """Every event of the session, in order."""
-    snapshot: Snapshot = field(repr=False)
-    """The snapshot recomputed from the log (I-1)."""
     workspace: Workspace = field(repr=False, compare=False)
     """Where the session lives."""
     cycle: CycleInfo | None = None
     """For `%agent --cycle`: the cycle's verdict and the phases it visited."""
+
+    @cached_property
+    def snapshot(self) -> Snapshot:
+        """The snapshot recomputed from the log (I-1): folded from `events` when first asked
+        for (a run that is never shown or read need not fold it)."""
+        return replay(self.events)
 
     def event(self, seq: int) -> EventView:
         """The event with this 1-based position."""

@@ -22,6 +22,9 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from ..providers.faults import PRESETS
 from ..schemas.textcheck import text_error
 
+KEEP_PARSED = 64
+"""Lines each parser keeps parsed (the oldest dropped first)."""
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError (one line: what is wrong; how to fix it)."""
@@ -30,6 +33,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(prog=f"%{name}", description=description, add_help=False,
                          allow_abbrev=False, epilog=f"example: {example}")
         self.example = example
+        self._parsed: dict[str, argparse.Namespace] = {}
         self.add_argument("-h", "--help", action="store_true", help="show this help and do nothing else")
 
     def error(self, message: str) -> NoReturn:
@@ -53,6 +57,21 @@ class _Parser(argparse.ArgumentParser):
             # (CPython 3.11: a quarter of a millisecond for %agent); the same text, once.
             self.usage = self.format_usage().removeprefix("usage: ").rstrip("\n").replace("%", "%%")
         return self.parse_intermixed_args(argv)
+
+    def parse_cached(self, line: str) -> argparse.Namespace | None:
+        """`parse_line`, answered from the lines parsed before without a problem: a notebook
+        runs the same line again and again (a Namespace is a pure function of the line; each
+        caller gets its own copy, lists too). A line with a problem or --help goes through `parse_line`
+        every time, so its error or help is shown again."""
+        kept = self._parsed.get(line)
+        if kept is None:
+            kept = self.parse_line(line)
+            if kept is None:
+                return None
+            self._parsed[line] = kept
+            while len(self._parsed) > KEEP_PARSED:
+                del self._parsed[next(iter(self._parsed))]
+        return argparse.Namespace(**{k: list(v) if isinstance(v, list) else v for k, v in vars(kept).items()})
 
 
 def _errors_as_usage(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -154,7 +173,7 @@ class AgentMagics(Magics):
         """Run a request: %agent [--profile NAME] [--faults PLAN] [--session ID] [--cycle ID]
         [--live] "PROMPT"; step it live: %agent --step [--layer L] "PROMPT"; or fork one:
         %agent --fork ID@K [--profile NAME] [--faults PLAN]."""
-        args = AGENT.parse_line(line)
+        args = AGENT.parse_cached(line)
         if args is None:
             return None
         prompt = " ".join(args.prompt).strip()

@@ -1,14 +1,14 @@
 """L7 Schema-versioned IPC Registry: every boundary payload is checked against a schema id.
 
 Each schema file is loaded once and its validator compiled once, on first use, with
-`jsonschema-rs` (full draft 2020-12). Schemas refer to each other by `$id` (`"$ref":
-"write_claim_v1"`), resolved through one shared registry. A missing id is an error
-(`SCHEMA_NOT_FOUND`), never a pass.
+`jsonschema-rs` (full draft 2020-12). A registry loaded again in the same process from the
+same bytes is the one already loaded, its compiled validators with it (loading.py).
+Schemas refer to each other by `$id` (`"$ref": "write_claim_v1"`), resolved through one
+shared registry. A missing id is an error (`SCHEMA_NOT_FOUND`), never a pass.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
@@ -20,7 +20,7 @@ import orjson
 
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
-from .textcheck import decode_problem
+from .loading import dangling_refs, keep, load_one, loaded_before, read_files
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
@@ -54,20 +54,28 @@ class SchemaRegistry:
 
     @classmethod
     def load(cls, *roots: Path) -> SchemaRegistry:
-        """Load and meta-check every schema file; raise `ContractError` naming each bad file."""
+        """Load and meta-check every schema file; raise `ContractError` naming each bad file.
+        The same bytes at the same paths as a registry loaded before give that registry
+        (its validators compiled already); a problem is found and raised afresh each time."""
+        read = read_files(roots)
+        key = tuple((p, raw) for p, raw in read if isinstance(raw, bytes))
+        if len(key) == len(read) and (hit := loaded_before(key)) is not None:
+            return hit  # type: ignore[no-any-return]
         schemas: dict[str, dict[str, Any]] = {}
         files: dict[str, Path] = {}
         problems: list[Problem] = []
-        for root in roots:
-            for path in sorted(Path(root).rglob("*.json")):
-                problem = _load_one(path, schemas, files)
-                if problem:
-                    problems.append(problem)
+        for name, raw in read:  # parsed from the bytes read above: the key is what was loaded
+            problem = load_one(Path(name), raw, schemas, files)
+            if problem:
+                problems.append(problem)
         if not problems:
-            problems = _dangling_refs(schemas, files)
+            problems = dangling_refs(schemas, files)
         if problems:
             raise ContractError(problems)
-        return cls(schemas, files)
+        loaded = cls(schemas, files)
+        if len(key) == len(read):
+            keep(key, loaded)
+        return loaded
 
     def with_schemas(self, docs: dict[str, dict[str, Any]], source: str) -> SchemaRegistry:
         """A new registry with `docs` (id -> schema) added, for schemas that come from
@@ -88,7 +96,7 @@ class SchemaRegistry:
                 continue
             schemas[sid], files[sid] = {**doc, "$id": sid}, Path(source)
         # a $ref the registry cannot resolve would otherwise fail at first use with a ValueError
-        problems += [p for p in _dangling_refs(schemas, files) if p.file == str(Path(source))]
+        problems += [p for p in dangling_refs(schemas, files) if p.file == str(Path(source))]
         if problems:
             raise ContractError(problems)
         return SchemaRegistry(schemas, files)
@@ -208,50 +216,3 @@ def not_json(payload: Any, *, max_values: int = MAX_PAYLOAD_VALUES,
     (jsonshape.shape_problem); None when it is."""
     found = shape_problem(payload, max_values=max_values, max_depth=max_depth)
     return Violation(*found) if found else None
-
-
-def _load_one(path: Path, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> Problem | None:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        return Problem(str(path), "-", decode_problem(exc))
-    except (OSError, json.JSONDecodeError) as exc:
-        return Problem(str(path), "-", f"not valid JSON: {exc}")
-    if not isinstance(doc, dict):
-        return Problem(str(path), "-", "a schema must be a JSON object")
-    sid = doc.get("$id")
-    if sid != path.stem:
-        return Problem(str(path), "$id", f"is {sid!r}; it must equal the file name {path.stem!r}")
-    if sid in schemas:
-        return Problem(str(path), "$id", f"{sid!r} is already defined in {files[sid]}")
-    try:
-        jsonschema_rs.meta.validate(doc)
-    except jsonschema_rs.ValidationError as exc:
-        return Problem(str(path), "-", f"not a valid draft 2020-12 schema: {str(exc).splitlines()[0]}")
-    schemas[sid] = doc
-    files[sid] = path
-    return None
-
-
-def _refs(node: Any) -> Iterable[str]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str):
-                yield value
-            else:
-                yield from _refs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _refs(item)
-
-
-def _dangling_refs(schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> list[Problem]:
-    """A `$ref` to an id that is not loaded names its file (the validator library would
-    otherwise fail on it with a bare ValueError)."""
-    problems = []
-    for sid, doc in schemas.items():
-        for target in sorted({ref.partition("#")[0] for ref in _refs(doc)}):
-            if target and target not in schemas:
-                problems.append(Problem(str(files[sid]), "$ref", f"refers to {target!r}, which is not "
-                                        f"loaded; add schemas/{target}.json"))
-    return problems

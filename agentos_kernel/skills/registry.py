@@ -71,16 +71,18 @@ def discover(roots: list[Path], schemas: SchemaRegistry, base: Path | None = Non
     """Scan each root for */SKILL.md, validate, register; skip (with a reason) what fails."""
     skills: dict[str, Skill] = {}
     skipped: list[Problem] = []
+    real_base = base.resolve() if base is not None else None  # once: each resolve lstats every part
     for root in roots:
         real_root = Path(root).resolve()
         for path in sorted(Path(root).glob("*/SKILL.md")):
-            if not path.resolve().is_relative_to(real_root):
+            real = path.resolve()
+            if not real.is_relative_to(real_root):
                 # A symlink planted in the skill root must not pull in a file from elsewhere.
-                shown = _shown(real_root, base) + f"/{path.parent.name}/{path.name}"
+                shown = _shown(real_root, real_root, real_base) + f"/{path.parent.name}/{path.name}"
                 skipped.append(Problem(shown, "-", f"a symlink leading outside {Path(root).name}/; "
                                                    "copy the skill into the folder itself"))
                 continue
-            shown = _shown(path, base)
+            shown = _shown(path, real, real_base)
             loaded = frontmatter.load(path, "skill_frontmatter_v1", schemas, shown)
             if isinstance(loaded, Problem):
                 skipped.append(loaded)
@@ -109,10 +111,11 @@ def _folder_safe(name: str) -> bool:
             and not any(c in name for c in "/\\") and len(name.encode()) <= 255)
 
 
-def _shown(path: Path, base: Path | None) -> str:
-    if base is not None:
+def _shown(path: Path, real: Path, real_base: Path | None) -> str:
+    """`path` (resolved: `real`) relative to the resolved base, else as given."""
+    if real_base is not None:
         try:
-            return path.resolve().relative_to(base.resolve()).as_posix()
+            return real.relative_to(real_base).as_posix()
         except ValueError:
             pass
     return path.as_posix()

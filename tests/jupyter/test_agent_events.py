@@ -64,3 +64,59 @@ def test_a_run_counts_its_layers_once_however_often_it_is_shown(ws: Path,
     assert (repr(run), run._repr_html_()) == (text, html)
     assert calls == [1]
     assert "events:" in text and "L4" in html
+
+
+def test_a_line_parsed_before_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.error import UsageError
+
+    monkeypatch.setattr(AGENT, "_parsed", {})
+    calls: list[str] = []
+    real = type(AGENT).parse_line
+    monkeypatch.setattr(type(AGENT), "parse_line", lambda self, line: calls.append(line) or real(self, line))
+    line = '--step --layer L1 --layer L3 "hello, greet Ada"'
+    first = AGENT.parse_cached(line)
+    assert first is not None and first.layer == ["L1", "L3"]
+    first.layer.append("L8")  # a caller's change stays its own
+    second = AGENT.parse_cached(line)
+    assert second is not None and second.layer == ["L1", "L3"] and second.prompt == ["hello, greet Ada"]
+    assert calls == [line]
+    for _ in range(2):  # a problem or --help is shown every time
+        with pytest.raises(UsageError, match="--nope"):
+            AGENT.parse_cached('--nope "hello"')
+        assert AGENT.parse_cached("--help") is None
+        assert "usage:" in capsys.readouterr().out
+    assert calls == [line] + ['--nope "hello"', "--help"] * 2
+
+
+def test_a_run_whose_fields_are_not_plain_strings_is_made_as_it_reads_back() -> None:
+    import orjson
+
+    from agentos_kernel.store.events import Event, canonical
+
+    class Named(str):
+        def __repr__(self) -> str:
+            return f"Named({str(self)!r})"
+
+    events = [Event.trusted({"id": f"s1-e{i}", "session_id": "s1", "ts": "2026-01-01T00:00:00Z",
+                             "type": "session.start", "actor": Named("user") if i == 2 else "user",
+                             "payload": {"b": (1, float("nan")), "a": "x"}, "schema_version": "v1",
+                             "parent_id": None, "seq": i, "chain": "c"}) for i in (1, 2)]
+    made = api._whole_log(events, "s1")
+    read = tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
+    assert made == read and repr(made) == repr(read)
+    assert "Named" not in repr(made) and list(made[0].payload) == ["a", "b"]
+
+
+def test_a_runs_snapshot_is_folded_once_and_only_when_asked_for(ws: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.jupyter import display
+
+    folds: list[int] = []
+    real = display.replay
+    monkeypatch.setattr(display, "replay", lambda events: folds.append(len(events)) or real(events))
+    run = api.run_agent("hello, greet Ada", workspace=ws)
+    assert folds == []
+    assert run.snapshot == replay(run.events) and run.snapshot.llm_calls == 5
+    assert "5 LLM calls" in repr(run)
+    assert folds == [len(run.events)]

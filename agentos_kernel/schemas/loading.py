@@ -1,0 +1,167 @@
+"""Reading a workspace's schema files for SchemaRegistry.load, and reusing what the same
+bytes gave before.
+
+A registry is kept by the exact (path, bytes) of every file it was loaded from: a Runtime
+rebuilt in the same process after an edit elsewhere (runtime_cache), or a second workspace
+with the same schemas, gets the registry already loaded and its compiled validators with it.
+`load` reads every file each time and compares the bytes, so an edited schema is never
+served stale, whatever its mtime or size; what failed to load is never kept (each load
+raises its problems afresh). The files are listed as `sorted(Path(root).rglob("*.json"))`
+lists them, with one scandir per directory and no Path object until a file is parsed.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+
+from ..errors import Problem
+from .textcheck import decode_problem
+
+KEEP_LOADED = 8
+"""Registries kept for reuse (least recently used dropped first): a class's few workspaces."""
+Key = tuple[tuple[str, bytes], ...]
+_LOADED: OrderedDict[Key, Any] = OrderedDict()
+"""Registries loaded without a problem, by the exact (path, bytes) of every file read."""
+_LOCK = threading.Lock()
+_IGNORED = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+"""What pathlib's glob ignores when it asks an entry whether it is a directory."""
+
+
+def loaded_before(key: Key) -> Any:
+    """The registry loaded from exactly these (path, bytes), or None."""
+    with _LOCK:  # workspaces may load on several threads (a live stepper's worker)
+        hit = _LOADED.get(key)
+        if hit is not None:
+            _LOADED.move_to_end(key)
+        return hit
+
+
+def keep(key: Key, registry: Any) -> None:
+    """Keep `registry` (loaded without a problem) for the next load of the same bytes."""
+    with _LOCK:
+        _LOADED[key] = registry
+        while len(_LOADED) > KEEP_LOADED:
+            _LOADED.popitem(last=False)
+
+
+def forget_loaded() -> None:
+    """Drop the registries kept (a new process starts without them)."""
+    with _LOCK:
+        _LOADED.clear()
+
+
+def read_files(roots: Iterable[Path]) -> list[tuple[str, bytes | OSError]]:
+    """(path, bytes, or the OSError reading it gave) of every schema file under `roots`."""
+    read: list[tuple[str, bytes | OSError]] = []
+    for root in roots:
+        for name in json_files(Path(root)):
+            try:
+                with open(name, "rb") as f:
+                    read.append((name, f.read()))
+            except OSError as exc:
+                read.append((name, exc))
+    return read
+
+
+def json_files(root: Path) -> list[str]:
+    """`[str(p) for p in sorted(root.rglob("*.json"))]` (Python 3.11's pathlib: every entry
+    named *.json, hidden ones and directories too, in every directory under `root` reached
+    without following a symlink, an unreadable one skipped), sorted by path parts as Paths
+    sort (tests/test_reload_memo.py compares the two on a tree of odd cases)."""
+    base = str(root)
+    if not os.path.isdir(base):
+        return []
+    prefix = "" if base == "." else base if base.endswith("/") else base + "/"
+    found: list[tuple[str, ...]] = []
+
+    def walk(parts: tuple[str, ...]) -> None:
+        try:
+            with os.scandir(prefix + "/".join(parts) if parts else base) as it:
+                entries = list(it)
+        except PermissionError:
+            return
+        found.extend((*parts, e.name) for e in entries if e.name.endswith(".json"))
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno not in _IGNORED:
+                    raise
+                is_dir = False
+            if is_dir:
+                walk((*parts, entry.name))
+
+    walk(())
+    found.sort()
+    return [prefix + "/".join(parts) for parts in found]
+
+
+def load_one(path: Path, raw: bytes | OSError, schemas: dict[str, dict[str, Any]],
+             files: dict[str, Path]) -> Problem | None:
+    """Parse and meta-check one schema file from the bytes read (or the error reading it
+    gave) into `schemas` and `files`; the Problem naming the file and field otherwise."""
+    if isinstance(raw, OSError):
+        return Problem(str(path), "-", f"not valid JSON: {raw}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Problem(str(path), "-", decode_problem(exc))
+    if "\r" in text:  # as `read_text` reads it (universal newlines): error offsets stay the same
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return Problem(str(path), "-", f"not valid JSON: {exc}")
+    if not isinstance(doc, dict):
+        return Problem(str(path), "-", "a schema must be a JSON object")
+    sid = doc.get("$id")
+    if sid != path.stem:
+        return Problem(str(path), "$id", f"is {sid!r}; it must equal the file name {path.stem!r}")
+    if sid in schemas:
+        return Problem(str(path), "$id", f"{sid!r} is already defined in {files[sid]}")
+    try:
+        jsonschema_rs.meta.validate(doc)
+    except jsonschema_rs.ValidationError as exc:
+        return Problem(str(path), "-", f"not a valid draft 2020-12 schema: {str(exc).splitlines()[0]}")
+    schemas[sid] = doc
+    files[sid] = path
+    return None
+
+
+def ref_targets(doc: Any) -> set[str]:
+    """The schema ids (the part before `#`) of every `$ref` string in `doc`: one loop over a
+    stack, not a generator per node (a fresh kernel walks every schema once)."""
+    found: set[str] = set()
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "$ref" and isinstance(value, str):
+                    found.add(value.partition("#")[0])
+                elif isinstance(value, dict | list):
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def dangling_refs(schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> list[Problem]:
+    """A `$ref` to an id that is not loaded names its file (the validator library would
+    otherwise fail on it with a bare ValueError)."""
+    problems = []
+    for sid, doc in schemas.items():
+        for target in sorted(ref_targets(doc)):
+            if target and target not in schemas:
+                problems.append(Problem(str(files[sid]), "$ref", f"refers to {target!r}, which is not "
+                                        f"loaded; add schemas/{target}.json"))
+    return problems
