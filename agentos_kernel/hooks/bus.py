@@ -59,6 +59,8 @@ class HookHandler:
 
 def freeze(value: Any) -> Any:
     """A deep read-only copy: dicts become mappingproxies, lists tuples."""
+    if type(value) in _SCALARS:  # most of a hook input: no ABC check for them
+        return value
     if isinstance(value, Mapping):
         return MappingProxyType({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
@@ -74,6 +76,10 @@ def thaw(value: Any) -> Any:
         return [thaw(v) for v in value]
     return value
 
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""Exact types `freeze` returns as they are (a subclass, which could be a Mapping too, is
+looked at)."""
 
 MAX_REASON = 1000
 """Characters of a handler's reason (or error) kept in the decision and the log."""

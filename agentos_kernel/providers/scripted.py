@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from ..errors import Result
+from ..schemas import jsontext
 from ..tools.dispatch import ToolCall
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage, complete_with_retries
 from .faults import Fault, FaultPlan
@@ -103,13 +104,13 @@ class ScriptedProvider:
                    if persona is not None else self._answer(role, schema_id, data, tool_msgs))
             if self._fault("schema_violation", role):
                 out.pop(next(iter(out)))
-            text = json.dumps(out, ensure_ascii=False)
+            text = jsontext.dumps(out, ensure_ascii=False)
         return self._response(request, text, calls)
 
     def _response(self, request: CompletionRequest, text: str,
                   calls: tuple[ToolCall, ...]) -> CompletionResponse:
         tin = sum(tokens(m["content"]) for m in request.messages)
-        tout = tokens(text + "".join(json.dumps(c.args) + c.name for c in calls))
+        tout = tokens(text + "".join(jsontext.dumps(c.args) + c.name for c in calls))
         cost = (tin * self.prices["input_per_mtok"] + tout * self.prices["output_per_mtok"]) / 1e6
         return CompletionResponse(
             text=text, tool_calls=calls, finish_reason="tool_use" if calls else "stop",

@@ -25,6 +25,7 @@ from ..errors import (
     exception_text,
 )
 from ..providers.base import CompletionRequest, CompletionResponse
+from ..schemas import jsontext
 from ..skills import frontmatter
 from ..tools.dispatch import ToolCall, dispatch_tool
 
@@ -89,7 +90,7 @@ def call_role(session: Any, agent: AgentDef, payload: dict[str, Any], *,
               f"`{agent.output_schema}`.")
     messages: list[dict[str, str]] = [
         {"role": "system", "content": system},
-        {"role": "user", "content": json.dumps(payload, ensure_ascii=False, sort_keys=True)},
+        {"role": "user", "content": jsontext.dumps(payload, ensure_ascii=False, sort_keys=True)},
     ]
     schema = session.schemas.resolved(agent.output_schema)
     turns = repairs = 0
@@ -109,7 +110,7 @@ def call_role(session: Any, agent: AgentDef, payload: dict[str, Any], *,
             messages += [{"role": "assistant", "content": response.value.text},
                          {"role": "user", "content": got.message}]
             continue
-        messages.append({"role": "assistant", "content": json.dumps(
+        messages.append({"role": "assistant", "content": jsontext.dumps(
             {"tool_calls": [{"id": c.id, "name": c.name, "args": c.args}
                             for c in response.value.tool_calls]}, sort_keys=True)})
         for call in response.value.tool_calls:
@@ -122,7 +123,7 @@ def call_role(session: Any, agent: AgentDef, payload: dict[str, Any], *,
                     if isinstance(result, Ok) else
                     {"id": call.id, "name": call.name,
                      "error": {"code": result.error.code, "message": result.error.message}})
-            messages.append({"role": "tool", "content": json.dumps(body, sort_keys=True)})
+            messages.append({"role": "tool", "content": jsontext.dumps(body, sort_keys=True)})
         messages = session.maybe_compact(agent.role, messages)
         turns += 1
         if turns > profile.max_tool_turns:

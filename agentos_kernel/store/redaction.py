@@ -223,6 +223,15 @@ class Redactor:
         """A copy of `value` (JSON-like) with every secret replaced."""
         return redact_with(value, self.secrets, self.patterns, _clean_for(self.pii))
 
+    def bound(self) -> Callable[[Any], Any]:
+        """`self` as one plain function, for a caller that redacts many values (a session
+        log: every payload): the same copy, without finding the clean strings again and
+        dispatching on secrets and patterns per call. Binds the clean strings in force now."""
+        secrets, patterns, clean = self.secrets, self.patterns, _clean_for(self.pii)
+        if secrets or patterns:
+            return lambda value: redact_with(value, secrets, patterns, clean)
+        return lambda value: _plain(value, clean)
+
     def with_pii(self, pii: Iterable[str]) -> Redactor:
         """The same redaction with these PII categories too."""
         return Redactor.of(self.secrets, self.patterns, (*self.pii, *pii))

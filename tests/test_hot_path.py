@@ -1,0 +1,83 @@
+"""The request's hot path does the same work by quicker means (issue 24): each faster form is
+compared with the form it replaces, on generated values, so a change to either shows here.
+Speed itself is measured in bench/ (bench_floor.py), never in a test."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentos_kernel.schemas import jsontext
+from agentos_kernel.store.redaction import Redactor
+
+from .fuzz import fuzz
+from .redaction_canaries import PII_CANARIES, SECRET_CANARIES
+
+_CANARIES = [c.text for c in (*SECRET_CANARIES, *PII_CANARIES)]
+_TEXT = st.one_of(st.text(), st.sampled_from(_CANARIES),
+                  st.builds(lambda a, c, b: f"{a}{c}{b}", st.text(max_size=5),
+                            st.sampled_from(_CANARIES), st.text(max_size=5)),
+                  st.sampled_from(["password", "api_key", "token", "Authorization", "name"]))
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), _TEXT)
+_VALUE: st.SearchStrategy[Any] = st.recursive(
+    _SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                     st.tuples(inner, inner),
+                                     st.dictionaries(_TEXT, inner, max_size=4)),
+    max_leaves=20)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same types all the way down (1 == 1.0 == True is not enough; NaN
+    is the same as NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b or (a != a and b != b)
+
+
+@fuzz(300)
+@given(value=_VALUE, secrets=st.lists(st.sampled_from(["Ada", "sk-", "1234"]), max_size=2),
+       pattern=st.booleans(), pii=st.lists(st.sampled_from(["email", "phone"]), max_size=2))
+def test_a_bound_redactor_redacts_exactly_as_the_redactor(
+        value: Any, secrets: list[str], pattern: bool, pii: list[str]) -> None:
+    redactor = Redactor.of(secrets, [re.compile("greet")] if pattern else [], pii)
+    assert _same(redactor.bound()(value), redactor(value))
+
+
+@fuzz(300)
+@given(value=_VALUE, ensure_ascii=st.booleans(), sort_keys=st.booleans())
+def test_jsontext_dumps_is_the_stdlib_text(value: Any, ensure_ascii: bool, sort_keys: bool) -> None:
+    try:
+        want: str | type[Exception] = json.dumps(value, ensure_ascii=ensure_ascii, sort_keys=sort_keys)
+    except (TypeError, ValueError) as exc:
+        want = type(exc)
+    try:
+        got: str | type[Exception] = jsontext.dumps(value, ensure_ascii=ensure_ascii,
+                                                    sort_keys=sort_keys)
+    except (TypeError, ValueError) as exc:
+        got = type(exc)
+    assert got == want
+
+
+def test_jsontext_dumps_refuses_what_json_refuses() -> None:
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    for bad in (looped, {1: object()}, {"a": {1, 2}}):
+        for ascii_ in (True, False):
+            try:
+                json.dumps(bad, ensure_ascii=ascii_)
+            except (TypeError, ValueError) as exc:
+                want = (type(exc), str(exc))
+            try:
+                jsontext.dumps(bad, ensure_ascii=ascii_)
+            except (TypeError, ValueError) as exc:
+                assert (type(exc), str(exc)) == want
+            else:
+                raise AssertionError(f"{bad!r} was encoded")
