@@ -12,11 +12,16 @@ from dataclasses import replace
 from hashlib import sha256
 from typing import Any
 
+import orjson
+
 from ..clock import Clock, Ids
 from ..errors import DomainError, Err, InvariantViolation, Ok, Result
 from ..schemas.registry import SchemaRegistry, Violation, unloggable
-from .events import Event, EventStore, canonical, with_chain
+from .events import Event, EventStore, with_chain
 from .redaction import Redactor
+
+_encode, _SORTED = orjson.dumps, orjson.OPT_SORT_KEYS
+"""events.canonical, called without the call around it (once per event)."""
 
 # Event type -> schema id of its payload. Role handoffs use the role schemas directly.
 EVENT_SCHEMAS: dict[str, str] = {
@@ -170,8 +175,8 @@ class SessionLog:
         }
         # Same bytes as events.chain_of(prev, event), without building the event twice; the
         # stored line reuses them (with_chain) instead of encoding the payload once more.
-        encoded = canonical(body)
-        chain = self._chain = sha256((prev or "").encode() + encoded).hexdigest()
+        encoded = _encode(body, option=_SORTED)
+        chain = self._chain = sha256(b"%s%s" % (prev.encode() if prev else b"", encoded)).hexdigest()
         body["chain"] = chain  # the body is not used again: it becomes the event's own
         event = Event.trusted(body)
         if self.gates:
