@@ -5,13 +5,18 @@ Speed itself is measured in bench/ (bench_floor.py), never in a test."""
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agentos_kernel.schemas import jsontext
+from agentos_kernel.store.events import Event
+from agentos_kernel.store.jsonl import JsonlEventStore
 from agentos_kernel.store.redaction import Redactor
 
 from .fuzz import fuzz
@@ -81,3 +86,19 @@ def test_jsontext_dumps_refuses_what_json_refuses() -> None:
                 assert (type(exc), str(exc)) == want
             else:
                 raise AssertionError(f"{bad!r} was encoded")
+
+
+def test_a_released_log_is_not_removed_but_an_empty_claim_is(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    tried: list[str] = []
+    real = os.rmdir
+    monkeypatch.setattr(os, "rmdir", lambda p: (tried.append(os.fspath(p)), real(p))[1])
+    store = JsonlEventStore(tmp_path / "sessions")
+    store.create("empty")
+    store.close("empty")  # claimed, nothing written: the folder goes
+    assert tried == [os.fspath(tmp_path / "sessions" / "empty")]
+    assert not (tmp_path / "sessions" / "empty").exists()
+    store.create("s1")
+    store.append(Event("s1-e0001", "s1", "2026-01-01T00:00:00.000Z", "session.start", "user", {}))
+    store.close("s1")  # it holds its log: no removal is tried
+    assert len(tried) == 1 and store.exists("s1")

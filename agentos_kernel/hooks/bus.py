@@ -178,7 +178,7 @@ class HookBus:
         transformed = False
         handlers = self.handlers.get(event, [])
         if not handlers:
-            d = HookDecision("allow", "no handler registered")
+            d = _NO_HANDLER
             self._record(log, event, "(none)", d, 0.0, None, parent_id)
             return d, current
         for h in handlers:
@@ -219,8 +219,7 @@ class HookBus:
             self._record(log, event, h.id, d, ms, cause, parent_id, h.actor)
             if d.decision == "deny":
                 return d, current
-        final = HookDecision("transform", "transformed", current) if transformed \
-            else HookDecision("allow")
+        final = HookDecision("transform", "transformed", current) if transformed else _ALLOW
         return final, current
 
     @staticmethod
@@ -235,6 +234,10 @@ class HookBus:
         if cause:
             payload["cause"] = cause
         log.append("hook.fired", actor or f"hook:{handler}", payload, parent_id)
+
+
+_NO_HANDLER, _ALLOW = HookDecision("allow", "no handler registered"), HookDecision("allow")
+"""The decisions made without a handler's answer (frozen: one of each serves every fire)."""
 
 
 def _no_transform(event: str) -> DomainError:

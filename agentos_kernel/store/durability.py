@@ -135,10 +135,10 @@ class LogWriter:
                     fsync_dir(self.path.parent.parent)
                     self._created = False
         finally:
-            if self._fd is not None:
-                fd, self._fd = self._fd, None
+            fd, self._fd = self._fd, None
+            if fd is not None:
                 os.close(fd)
-            self._lock.release()
+            self._lock.release(holds_file=fd is not None)
 
     def _sync(self) -> None:
         assert self._fd is not None

@@ -171,11 +171,11 @@ def _plain(value: Any, clean: _CleanStrings) -> Any:
     known = clean.known
     if type(value) is dict:
         if clean.keys.issuperset(value):  # every key known clean: one C-level check
-            return {k: v if type(v) in _LEAVES or (type(v) is str and v in known)
+            return {k: v if (type(v) is str and v in known) or type(v) in _LEAVES
                     else _plain(v, clean) for k, v in value.items()}
         return _dict(value, (), (), clean)
     if type(value) is list or type(value) is tuple:
-        return [v if type(v) in _LEAVES or (type(v) is str and v in known)
+        return [v if (type(v) is str and v in known) or type(v) in _LEAVES
                 else _plain(v, clean) for v in value]
     if isinstance(value, str):
         return _text(value, (), (), clean)
