@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..clock import Clock, Ids
-from ..errors import DomainError, Err, InvariantViolation, Ok, Result
+from ..errors import DomainError, Err, InvariantViolation, Result
 from ..schemas.registry import SchemaRegistry, Violation, unloggable
 from .events import Event, EventStore, with_chain
 from .redaction import Redactor
@@ -211,7 +211,7 @@ class SessionLog:
             }, parent_id)
             return Err(replace(result.error, message=self.redact(result.error.message),
                                session_id=self.session_id))
-        return Ok(payload)
+        return result  # Ok(payload)
 
     def fail(self, error: DomainError, *, layer: str, actor: str,
              parent_id: str | None = None) -> Err:
