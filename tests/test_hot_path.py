@@ -102,3 +102,28 @@ def test_a_released_log_is_not_removed_but_an_empty_claim_is(tmp_path: Path,
     store.append(Event("s1-e0001", "s1", "2026-01-01T00:00:00.000Z", "session.start", "user", {}))
     store.close("s1")  # it holds its log: no removal is tried
     assert len(tried) == 1 and store.exists("s1")
+
+
+_NUMBER = st.from_regex(r"-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,22})?([eE][-+]?[0-9]{1,3})?", fullmatch=True)
+_JSON_TEXT = st.one_of(
+    _VALUE.map(lambda v: json.dumps(v, ensure_ascii=False)),  # NaN, big ints, nesting
+    _VALUE.map(json.dumps),
+    _NUMBER, _NUMBER.map(lambda n: f'{{"n": [{n}, "{n}"]}}'),
+    st.floats().map(repr), st.text(max_size=30),
+    st.sampled_from(['{"a": 1, "a": 2}', "[1,]", "\ufeff[]", '"\\ud800"', '"\ud800"', "[" * 1100,
+                     "NaN", "-Infinity", "-0", "1e400", "18446744073709551616", " [1] ", "0123"]),
+)
+
+
+def _read(read: Any, text: str) -> Any:
+    try:
+        return ("ok", read(text))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        return (type(exc), str(exc))
+
+
+@fuzz(400)
+@given(text=_JSON_TEXT)
+def test_jsontext_loads_reads_what_json_reads(text: str) -> None:
+    got, want = _read(jsontext.loads, text), _read(json.loads, text)
+    assert got[0] == want[0] and (_same(got[1], want[1]) if got[0] == "ok" else got == want)

@@ -86,8 +86,8 @@ class ScriptedProvider:
         schema_id = found.group(1) if found else "lead_directive_v1"
         user = next((m["content"] for m in request.messages if m["role"] == "user"), "{}")
         try:
-            data = json.loads(user)
-        except json.JSONDecodeError:
+            data = jsontext.loads(user)
+        except jsontext.JSONDecodeError:
             data = {"prompt": user}
         persona = persona_of(data)  # an L8 persona: faults match its id (scripted_personas.py)
         role = persona or ROLE_OF_SCHEMA.get(schema_id, "unknown")
@@ -95,7 +95,7 @@ class ScriptedProvider:
             raise ProviderFault(f"scripted provider error for {role} (fault injection)")
         if self._fault("timeout", role):
             raise TimeoutError(f"scripted timeout for {role}")
-        tool_msgs = [json.loads(m["content"]) for m in request.messages if m["role"] == "tool"]
+        tool_msgs = [jsontext.loads(m["content"]) for m in request.messages if m["role"] == "tool"]
         calls: tuple[ToolCall, ...] = ()
         call = None
         if persona is not None:

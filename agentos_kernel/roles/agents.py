@@ -9,7 +9,6 @@ SCHEMA_INVALID) and log it as the role's handoff event. Every failure is logged 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,8 +213,8 @@ def _output(session: Any, agent: AgentDef, response: CompletionResponse, repairs
     where = f"{agent.role} output" + (f" (attempt {repairs + 1} of {max_repairs + 1})"
                                       if max_repairs else "")
     try:
-        out = json.loads(response.text)
-    except json.JSONDecodeError as exc:
+        out = jsontext.loads(response.text)
+    except jsontext.JSONDecodeError as exc:
         why = f"{agent.role} output is not JSON ({exc.msg} at char {exc.pos})"
         if can_repair:
             log.append("schema.violation", agent.role, {
