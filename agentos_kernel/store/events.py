@@ -158,20 +158,12 @@ def canonical(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
 
 
-_HEADS: dict[str, bytes] = {}
-"""`{"actor":<actor>` by actor: the start of each event's canonical bytes (with_chain)."""
-
-
 def with_chain(body: bytes, actor: str, chain: str) -> bytes:
     """`canonical` of an event with its `chain`, from `body` = `canonical` of the same event
     without it, without encoding the payload again: in sorted order `chain` comes right
     after `actor`, the first key (the one splice SessionLog.append needs, tested against
     `canonical` in tests/fuzz/test_fuzz_jsonl.py)."""
-    head = _HEADS.get(actor)
-    if head is None:
-        if len(_HEADS) >= 4096:  # bounded: a log's actors are a few roles, tools and hooks
-            _HEADS.clear()
-        head = _HEADS[actor] = b'{"actor":' + orjson.dumps(actor)
+    head = b'{"actor":' + orjson.dumps(actor)
     if not body.startswith(head):
         raise ValueError("body is not the canonical encoding of an event (actor first)")
     return b"%s,\"chain\":\"%s\"%s" % (head, chain.encode(), body[len(head):])
