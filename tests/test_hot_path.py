@@ -8,12 +8,16 @@ import json
 import os
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentos_kernel import Runtime
+from agentos_kernel.hooks import bus
+from agentos_kernel.hooks.bus import HookDecision
 from agentos_kernel.schemas import jsontext
 from agentos_kernel.store.events import Event
 from agentos_kernel.store.jsonl import JsonlEventStore
@@ -127,3 +131,20 @@ def _read(read: Any, text: str) -> Any:
 def test_jsontext_loads_reads_what_json_reads(text: str) -> None:
     got, want = _read(jsontext.loads, text), _read(json.loads, text)
     assert got[0] == want[0] and (_same(got[1], want[1]) if got[0] == "ok" else got == want)
+
+
+_DECISION_TEXT = st.one_of(st.sampled_from(["allow", "deny", "transform", "maybe", ""]),
+                           st.text(max_size=3), st.just("deny\ud800"))
+_REASON = st.one_of(st.none(), st.just(""), st.text(max_size=20), st.just("x" * 1200),
+                    st.just("why \udcff"))
+
+
+@fuzz(200)
+@given(decision=_DECISION_TEXT, reason=_REASON)
+def test_a_decision_object_is_judged_as_the_same_fields_in_a_dict(
+        runtime: Runtime, decision: str, reason: str | None) -> None:
+    """bus._as_decision's fast path for a HookDecision of text fields gives what the general
+    path gives for the same fields as a mapping (the handler's own object when unchanged)."""
+    log = SimpleNamespace(schemas=runtime.schemas)
+    fields = {"decision": decision} if reason is None else {"decision": decision, "reason": reason}
+    assert bus._as_decision(HookDecision(decision, reason), log) == bus._as_decision(fields, log)
