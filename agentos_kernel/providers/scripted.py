@@ -62,6 +62,8 @@ class ScriptedProvider:
 
     # -- fault bookkeeping -------------------------------------------------------------
     def _fault(self, kind: str, role: str) -> Fault | None:
+        if not self._faults:
+            return None
         for i, f in enumerate(self._faults):
             if f.kind == kind and f.role in (None, role) and (f.times < 0 or self._used[i] < f.times):
                 self._used[i] += 1

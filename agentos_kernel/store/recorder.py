@@ -94,6 +94,10 @@ def failure_code(event: Event) -> str | None:
     return None
 
 
+_FAILING = frozenset({"schema.violation", "domain.error"})
+"""The event types `failure_code` can name a code for (the rest: None, without the call)."""
+
+
 def root_cause_note(root: tuple[str, int] | None) -> str:
     """` (root cause: GATE_DENIED at event 18)`, or "" when nothing failed closed."""
     return f" (root cause: {root[0]} at event {root[1]})" if root else ""
@@ -187,7 +191,7 @@ class SessionLog:
                 self.seq, self._chain = seq - 1, prev
                 raise
         self.store.append(event, with_chain(encoded, actor, chain))
-        if self.root_cause is None and (code := failure_code(event)) is not None:
+        if self.root_cause is None and type in _FAILING and (code := failure_code(event)) is not None:
             self.root_cause = (code, seq)
         for watch in self.watchers:
             watch(event)
