@@ -48,8 +48,8 @@ class LogicalClock:
 
     def __init__(self, ticks: int = 0) -> None:
         self._ticks = ticks
-        self._day: int | None = None
-        self._date = ""
+        self._second: int | None = None
+        self._head = ""
 
     @classmethod
     def after(cls, ts: str) -> LogicalClock:
@@ -58,16 +58,18 @@ class LogicalClock:
         return cls(int((t - EPOCH) / timedelta(milliseconds=1)) + 1)
 
     def now(self) -> str:
-        # The same text as iso(EPOCH + ticks ms), with the date formatted once per day: this
-        # runs for every event (tests/test_clock.py compares the two over any ticks).
-        day, ms = divmod(self._ticks, 86_400_000)
+        # The same text as iso(EPOCH + ticks ms), with everything up to the second formatted
+        # once per second: this runs for every event, and a request's events share their
+        # second (tests/test_clock.py compares the two over any ticks).
+        second, ms = divmod(self._ticks, 1000)
         self._ticks += 1
-        if day != self._day:
-            self._day, self._date = day, (EPOCH + timedelta(days=day)).date().isoformat()
-        s, ms = divmod(ms, 1000)
-        m, s = divmod(s, 60)
-        h, m = divmod(m, 60)
-        return f"{self._date}T{h:02d}:{m:02d}:{s:02d}.{ms:03d}Z"
+        if second != self._second:
+            day, s = divmod(second, 86_400)
+            m, s = divmod(s, 60)
+            h, m = divmod(m, 60)
+            date = (EPOCH + timedelta(days=day)).date().isoformat()
+            self._second, self._head = second, f"{date}T{h:02d}:{m:02d}:{s:02d}."
+        return f"{self._head}{ms:03d}Z"
 
     def mark(self) -> float:
         return 0.0

@@ -59,6 +59,8 @@ class HookHandler:
 
 def freeze(value: Any) -> Any:
     """A deep read-only copy: dicts become mappingproxies, lists tuples."""
+    if type(value) in _SCALARS:  # most of a hook input: no ABC check for them
+        return value
     if isinstance(value, Mapping):
         return MappingProxyType({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
@@ -74,6 +76,10 @@ def thaw(value: Any) -> Any:
         return [thaw(v) for v in value]
     return value
 
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""Exact types `freeze` returns as they are (a subclass, which could be a Mapping too, is
+looked at)."""
 
 MAX_REASON = 1000
 """Characters of a handler's reason (or error) kept in the decision and the log."""
@@ -113,6 +119,13 @@ def _as_decision(value: Any, log: SessionLog) -> HookDecision | str:
     """Check a handler's return value against hook_decision_v1 (I-5); a string is the
     reason it is not a valid decision. Whatever the value is, this never raises."""
     doc: Mapping[str, Any]  # a decision's fields, or the handler's own mapping
+    if type(value) is HookDecision and value.output is None and _text(value.decision) \
+            and (value.reason is None or _text(value.reason)):
+        # The common answer (the runtime's own handlers): text fields only, so plain_json
+        # would return the same dict; the schema and deny checks below still run.
+        doc = {"decision": value.decision} if value.reason is None else \
+            {"decision": value.decision, "reason": value.reason}
+        return _checked(doc, log, value)
     try:
         if isinstance(value, HookDecision):
             doc = {k: v for k, v in (("decision", value.decision), ("reason", value.reason),
@@ -124,12 +137,26 @@ def _as_decision(value: Any, log: SessionLog) -> HookDecision | str:
         doc = plain_json(doc)
     except Exception as exc:  # a hostile Mapping, a cycle, a value that is not JSON
         return f"not JSON: {exception_text(exc)}"
+    return _checked(doc, log)
+
+
+def _text(value: Any) -> bool:
+    return type(value) is str and text_problem(value) is None
+
+
+def _checked(doc: Mapping[str, Any], log: SessionLog, same: HookDecision | None = None
+             ) -> HookDecision | str:
+    """`doc` (plain JSON) checked against hook_decision_v1 as a decision; `same`: the
+    decision it was made from, handed back when nothing in it changes."""
     found = log.schemas.violations(doc, "hook_decision_v1")
     if found:
         return f"hook_decision_v1: {found[0].path}: {found[0].message}"
     if doc["decision"] == "deny" and not doc["reason"]:
         return "a deny decision needs a non-empty reason"
-    return HookDecision(doc["decision"], _short(doc.get("reason")), doc.get("output"))
+    reason = _short(doc.get("reason"))
+    if same is not None and reason is same.reason:
+        return same  # frozen: the checked decision itself
+    return HookDecision(doc["decision"], reason, doc.get("output"))
 
 
 def _short(text: str | None) -> str | None:
@@ -172,7 +199,7 @@ class HookBus:
         transformed = False
         handlers = self.handlers.get(event, [])
         if not handlers:
-            d = HookDecision("allow", "no handler registered")
+            d = _NO_HANDLER
             self._record(log, event, "(none)", d, 0.0, None, parent_id)
             return d, current
         for h in handlers:
@@ -213,8 +240,7 @@ class HookBus:
             self._record(log, event, h.id, d, ms, cause, parent_id, h.actor)
             if d.decision == "deny":
                 return d, current
-        final = HookDecision("transform", "transformed", current) if transformed \
-            else HookDecision("allow")
+        final = HookDecision("transform", "transformed", current) if transformed else _ALLOW
         return final, current
 
     @staticmethod
@@ -229,6 +255,10 @@ class HookBus:
         if cause:
             payload["cause"] = cause
         log.append("hook.fired", actor or f"hook:{handler}", payload, parent_id)
+
+
+_NO_HANDLER, _ALLOW = HookDecision("allow", "no handler registered"), HookDecision("allow")
+"""The decisions made without a handler's answer (frozen: one of each serves every fire)."""
 
 
 def _no_transform(event: str) -> DomainError:

@@ -14,7 +14,8 @@ import math
 import re
 from typing import Any
 
-from ..errors import Result
+from ..errors import Ok, Result
+from ..schemas import jsontext
 from ..tools.dispatch import ToolCall
 from .base import CompletionRequest, CompletionResponse, ProviderFault, Usage, complete_with_retries
 from .faults import Fault, FaultPlan
@@ -29,6 +30,9 @@ ROLE_OF_SCHEMA = {
 DEFAULT_PRICES = {"input_per_mtok": 3.0, "output_per_mtok": 15.0}
 _NOT_NAMES = {"Hello", "Hi", "Greet", "Please", "Hey", "Say", "The", "A", "Read", "Show"}
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})\b")
+_CLAUSES = re.compile(r"[.;\n]").split
+_CONSTRAINT = re.compile(r"\b(must|never|don't|do not|only)\b", re.I).search
+_ASKS_ADVICE = re.compile(r"\b(advise|advice|should we)\b", re.I).search
 _QUOTED = re.compile(r"[\"“']([^\"”']+)[\"”']")
 
 
@@ -58,6 +62,8 @@ class ScriptedProvider:
 
     # -- fault bookkeeping -------------------------------------------------------------
     def _fault(self, kind: str, role: str) -> Fault | None:
+        if not self._faults:
+            return None
         for i, f in enumerate(self._faults):
             if f.kind == kind and f.role in (None, role) and (f.times < 0 or self._used[i] < f.times):
                 self._used[i] += 1
@@ -66,6 +72,13 @@ class ScriptedProvider:
 
     # -- the Provider protocol ---------------------------------------------------------
     def complete(self, request: CompletionRequest) -> Result[CompletionResponse]:
+        if not self._faults:
+            # Nothing scripted to fail: an answer on the first attempt is the whole call
+            # (attempts=1), without the retry loop's copy of it.
+            try:
+                return Ok(self._attempt(request))
+            except (ProviderFault, TimeoutError):
+                pass  # through the loop below from the start: no fault, so the same attempts
         # No sleep between retries: the fake model's faults are not time-dependent.
         return complete_with_retries(self._attempt, request, max_retries=self.max_retries)
 
@@ -75,8 +88,8 @@ class ScriptedProvider:
         schema_id = found.group(1) if found else "lead_directive_v1"
         user = next((m["content"] for m in request.messages if m["role"] == "user"), "{}")
         try:
-            data = json.loads(user)
-        except json.JSONDecodeError:
+            data = jsontext.loads(user)
+        except jsontext.JSONDecodeError:
             data = {"prompt": user}
         persona = persona_of(data)  # an L8 persona: faults match its id (scripted_personas.py)
         role = persona or ROLE_OF_SCHEMA.get(schema_id, "unknown")
@@ -84,7 +97,7 @@ class ScriptedProvider:
             raise ProviderFault(f"scripted provider error for {role} (fault injection)")
         if self._fault("timeout", role):
             raise TimeoutError(f"scripted timeout for {role}")
-        tool_msgs = [json.loads(m["content"]) for m in request.messages if m["role"] == "tool"]
+        tool_msgs = [jsontext.loads(m["content"]) for m in request.messages if m["role"] == "tool"]
         calls: tuple[ToolCall, ...] = ()
         call = None
         if persona is not None:
@@ -103,13 +116,14 @@ class ScriptedProvider:
                    if persona is not None else self._answer(role, schema_id, data, tool_msgs))
             if self._fault("schema_violation", role):
                 out.pop(next(iter(out)))
-            text = json.dumps(out, ensure_ascii=False)
+            text = jsontext.dumps(out, ensure_ascii=False)
         return self._response(request, text, calls)
 
     def _response(self, request: CompletionRequest, text: str,
                   calls: tuple[ToolCall, ...]) -> CompletionResponse:
-        tin = sum(tokens(m["content"]) for m in request.messages)
-        tout = tokens(text + "".join(json.dumps(c.args) + c.name for c in calls))
+        # tokens() of each message: one per four characters, at least one
+        tin = sum([max(1, -(-len(m["content"]) // 4)) for m in request.messages])
+        tout = tokens(text + "".join(jsontext.dumps(c.args) + c.name for c in calls))
         cost = (tin * self.prices["input_per_mtok"] + tout * self.prices["output_per_mtok"]) / 1e6
         return CompletionResponse(
             text=text, tool_calls=calls, finish_reason="tool_use" if calls else "stop",
@@ -155,11 +169,10 @@ class ScriptedProvider:
                 results: list[dict[str, Any]]) -> dict[str, Any]:
         if role == "lead":
             prompt = str(data.get("prompt", ""))
-            constraints = [s.strip() for s in re.split(r"[.;\n]", prompt)
-                           if re.search(r"\b(must|never|don't|do not|only)\b", s, re.I)]
+            constraints = [s.strip() for s in _CLAUSES(prompt) if _CONSTRAINT(s)]
             return {"intent": f"Fulfil the request: {prompt.strip() or '(empty prompt)'}",
                     "constraints": constraints,
-                    "needs_advisor": bool(re.search(r"\b(advise|advice|should we)\b", prompt, re.I)),
+                    "needs_advisor": bool(_ASKS_ADVICE(prompt)),
                     "schema_version": "v1"}
         if role == "planner":
             tools = data.get("skill", {}).get("allowed_tools", [])

@@ -9,7 +9,6 @@ SCHEMA_INVALID) and log it as the role's handoff event. Every failure is logged 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from ..errors import (
     exception_text,
 )
 from ..providers.base import CompletionRequest, CompletionResponse
+from ..schemas import jsontext
 from ..skills import frontmatter
 from ..tools.dispatch import ToolCall, dispatch_tool
 
@@ -89,7 +89,7 @@ def call_role(session: Any, agent: AgentDef, payload: dict[str, Any], *,
               f"`{agent.output_schema}`.")
     messages: list[dict[str, str]] = [
         {"role": "system", "content": system},
-        {"role": "user", "content": json.dumps(payload, ensure_ascii=False, sort_keys=True)},
+        {"role": "user", "content": jsontext.dumps(payload, ensure_ascii=False, sort_keys=True)},
     ]
     schema = session.schemas.resolved(agent.output_schema)
     turns = repairs = 0
@@ -109,7 +109,7 @@ def call_role(session: Any, agent: AgentDef, payload: dict[str, Any], *,
             messages += [{"role": "assistant", "content": response.value.text},
                          {"role": "user", "content": got.message}]
             continue
-        messages.append({"role": "assistant", "content": json.dumps(
+        messages.append({"role": "assistant", "content": jsontext.dumps(
             {"tool_calls": [{"id": c.id, "name": c.name, "args": c.args}
                             for c in response.value.tool_calls]}, sort_keys=True)})
         for call in response.value.tool_calls:
@@ -122,7 +122,7 @@ def call_role(session: Any, agent: AgentDef, payload: dict[str, Any], *,
                     if isinstance(result, Ok) else
                     {"id": call.id, "name": call.name,
                      "error": {"code": result.error.code, "message": result.error.message}})
-            messages.append({"role": "tool", "content": json.dumps(body, sort_keys=True)})
+            messages.append({"role": "tool", "content": jsontext.dumps(body, sort_keys=True)})
         messages = session.maybe_compact(agent.role, messages)
         turns += 1
         if turns > profile.max_tool_turns:
@@ -213,8 +213,8 @@ def _output(session: Any, agent: AgentDef, response: CompletionResponse, repairs
     where = f"{agent.role} output" + (f" (attempt {repairs + 1} of {max_repairs + 1})"
                                       if max_repairs else "")
     try:
-        out = json.loads(response.text)
-    except json.JSONDecodeError as exc:
+        out = jsontext.loads(response.text)
+    except jsontext.JSONDecodeError as exc:
         why = f"{agent.role} output is not JSON ({exc.msg} at char {exc.pos})"
         if can_repair:
             log.append("schema.violation", agent.role, {

@@ -133,9 +133,11 @@ class SchemaRegistry:
         MAX_VIOLATIONS). KeyError if the id is unknown. Never raises on the payload: a value
         that is not JSON, nested too deeply, recursive or too large is one violation naming
         where it is."""
-        if schema_id not in self._schemas:
-            raise KeyError(f"unknown schema id {schema_id!r}")
-        v = self._validator(schema_id)
+        v = self._validators.get(schema_id)  # compiled already: the common case, one lookup
+        if v is None:
+            if schema_id not in self._schemas:
+                raise KeyError(f"unknown schema id {schema_id!r}")
+            v = self._validator(schema_id)
         try:
             if v.is_valid(payload):
                 return []

@@ -106,9 +106,11 @@ class LogWriter:
         # One write(2) per line on an unbuffered descriptor: in the OS before this returns,
         # so a killed process loses nothing (a BufferedWriter's write + flush cost the same
         # syscall plus a copy: 91 -> 52 µs for the canonical request's 32 lines).
-        view = memoryview(line)
-        while view:  # a short write (a signal, a nearly full disk): go on with the rest
-            view = view[os.write(self._fd, view):]
+        done = os.write(self._fd, line)
+        if done != len(line):  # a short write (a signal, a nearly full disk): go on with the rest
+            view = memoryview(line)[done:]
+            while view:
+                view = view[os.write(self._fd, view):]
         self._unsynced += 1
         if self.durability.fsync == "never":
             return
@@ -133,10 +135,10 @@ class LogWriter:
                     fsync_dir(self.path.parent.parent)
                     self._created = False
         finally:
-            if self._fd is not None:
-                fd, self._fd = self._fd, None
+            fd, self._fd = self._fd, None
+            if fd is not None:
                 os.close(fd)
-            self._lock.release()
+            self._lock.release(holds_file=fd is not None)
 
     def _sync(self) -> None:
         assert self._fd is not None

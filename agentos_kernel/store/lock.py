@@ -88,15 +88,18 @@ class SessionLock:
                 return cls(fd, directory)
             os.close(fd)  # we locked a directory its holder removed on release: again
 
-    def release(self) -> None:
+    def release(self, *, holds_file: bool = False) -> None:
         """Remove the directory if it is empty, while still holding it (so no one locks a
-        removed one unseen), then drop the lock. Releasing twice is harmless."""
+        removed one unseen), then drop the lock. Releasing twice is harmless. `holds_file`:
+        the holder opened a file in it (its log), so it is not empty and no removal is tried
+        (a failed rmdir costs more than any other call of a request's claim)."""
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
         self._finalizer.detach()
-        with contextlib.suppress(OSError):  # not empty (a log): kept
-            os.rmdir(self.path)
+        if not holds_file:
+            with contextlib.suppress(OSError):  # not empty (a log): kept
+                os.rmdir(self.path)
         os.close(fd)
 
 

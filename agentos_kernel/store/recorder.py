@@ -12,11 +12,16 @@ from dataclasses import replace
 from hashlib import sha256
 from typing import Any
 
+import orjson
+
 from ..clock import Clock, Ids
-from ..errors import DomainError, Err, InvariantViolation, Ok, Result
+from ..errors import DomainError, Err, InvariantViolation, Result
 from ..schemas.registry import SchemaRegistry, Violation, unloggable
-from .events import Event, EventStore, canonical, with_chain
+from .events import Event, EventStore, with_chain
 from .redaction import Redactor
+
+_encode, _SORTED = orjson.dumps, orjson.OPT_SORT_KEYS
+"""events.canonical, called without the call around it (once per event)."""
 
 # Event type -> schema id of its payload. Role handoffs use the role schemas directly.
 EVENT_SCHEMAS: dict[str, str] = {
@@ -89,6 +94,10 @@ def failure_code(event: Event) -> str | None:
     return None
 
 
+_FAILING = frozenset({"schema.violation", "domain.error"})
+"""The event types `failure_code` can name a code for (the rest: None, without the call)."""
+
+
 def root_cause_note(root: tuple[str, int] | None) -> str:
     """` (root cause: GATE_DENIED at event 18)`, or "" when nothing failed closed."""
     return f" (root cause: {root[0]} at event {root[1]})" if root else ""
@@ -122,6 +131,7 @@ class SessionLog:
         self._chain = chain
         self.redact = Redactor.of(secrets, patterns, pii)
         """What every payload, and every error this log returns, goes through first."""
+        self._scrub = self.redact.bound()
         self.watchers = watchers
         """Called with each event once it is in the log (a live trace); read at each append,
         so a list the owner changes is seen at once."""
@@ -148,16 +158,16 @@ class SessionLog:
         schema_id = EVENT_SCHEMAS.get(type)
         if schema_id is None:
             raise InvariantViolation(f"event type {type!r} has no payload schema in EVENT_SCHEMAS")
-        payload = self.redact(payload)
+        payload = self._scrub(payload)
         found = self.schemas.violations(payload, schema_id)
         if found:
             raise InvariantViolation(
                 f"{type} payload violates {schema_id}: {found[0].path}: {found[0].message}"
             )
-        before = (self.seq, self._chain)
-        self.seq += 1
+        prev = self._chain
+        seq = self.seq = self.seq + 1
         body = {
-            "id": self.ids.event_id(self.session_id, self.seq),
+            "id": self.ids.event_id(self.session_id, seq),
             "session_id": self.session_id,
             "ts": self.clock.now(),
             "type": type,
@@ -165,23 +175,24 @@ class SessionLog:
             "payload": payload,
             "schema_version": "v1",
             "parent_id": parent_id,
-            "seq": self.seq,
+            "seq": seq,
         }
         # Same bytes as events.chain_of(prev, event), without building the event twice; the
         # stored line reuses them (with_chain) instead of encoding the payload once more.
-        encoded = canonical(body)
-        self._chain = sha256((self._chain or "").encode() + encoded).hexdigest()
-        event = Event.trusted({**body, "chain": self._chain})
+        encoded = _encode(body, option=_SORTED)
+        chain = self._chain = sha256(b"%s%s" % (prev.encode() if prev else b"", encoded)).hexdigest()
+        body["chain"] = chain  # the body is not used again: it becomes the event's own
+        event = Event.trusted(body)
         if self.gates:
             try:
                 for gate in self.gates:
                     gate(event)
             except BaseException:
-                self.seq, self._chain = before
+                self.seq, self._chain = seq - 1, prev
                 raise
-        self.store.append(event, with_chain(encoded, actor, self._chain))
-        if self.root_cause is None and (code := failure_code(event)) is not None:
-            self.root_cause = (code, self.seq)
+        self.store.append(event, with_chain(encoded, actor, chain))
+        if self.root_cause is None and type in _FAILING and (code := failure_code(event)) is not None:
+            self.root_cause = (code, seq)
         for watch in self.watchers:
             watch(event)
         return event
@@ -204,7 +215,7 @@ class SessionLog:
             }, parent_id)
             return Err(replace(result.error, message=self.redact(result.error.message),
                                session_id=self.session_id))
-        return Ok(payload)
+        return result  # Ok(payload)
 
     def fail(self, error: DomainError, *, layer: str, actor: str,
              parent_id: str | None = None) -> Err:

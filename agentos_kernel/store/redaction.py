@@ -171,11 +171,11 @@ def _plain(value: Any, clean: _CleanStrings) -> Any:
     known = clean.known
     if type(value) is dict:
         if clean.keys.issuperset(value):  # every key known clean: one C-level check
-            return {k: v if type(v) in _LEAVES or (type(v) is str and v in known)
+            return {k: v if (type(v) is str and v in known) or type(v) in _LEAVES
                     else _plain(v, clean) for k, v in value.items()}
         return _dict(value, (), (), clean)
     if type(value) is list or type(value) is tuple:
-        return [v if type(v) in _LEAVES or (type(v) is str and v in known)
+        return [v if (type(v) is str and v in known) or type(v) in _LEAVES
                 else _plain(v, clean) for v in value]
     if isinstance(value, str):
         return _text(value, (), (), clean)
@@ -222,6 +222,15 @@ class Redactor:
     def __call__(self, value: Any) -> Any:
         """A copy of `value` (JSON-like) with every secret replaced."""
         return redact_with(value, self.secrets, self.patterns, _clean_for(self.pii))
+
+    def bound(self) -> Callable[[Any], Any]:
+        """`self` as one plain function, for a caller that redacts many values (a session
+        log: every payload): the same copy, without finding the clean strings again and
+        dispatching on secrets and patterns per call. Binds the clean strings in force now."""
+        secrets, patterns, clean = self.secrets, self.patterns, _clean_for(self.pii)
+        if secrets or patterns:
+            return lambda value: redact_with(value, secrets, patterns, clean)
+        return lambda value: _plain(value, clean)
 
     def with_pii(self, pii: Iterable[str]) -> Redactor:
         """The same redaction with these PII categories too."""

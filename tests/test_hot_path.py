@@ -1,0 +1,150 @@
+"""The request's hot path does the same work by quicker means (issue 24): each faster form is
+compared with the form it replaces, on generated values, so a change to either shows here.
+Speed itself is measured in bench/ (bench_floor.py), never in a test."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentos_kernel import Runtime
+from agentos_kernel.hooks import bus
+from agentos_kernel.hooks.bus import HookDecision
+from agentos_kernel.schemas import jsontext
+from agentos_kernel.store.events import Event
+from agentos_kernel.store.jsonl import JsonlEventStore
+from agentos_kernel.store.redaction import Redactor
+
+from .fuzz import fuzz
+from .redaction_canaries import PII_CANARIES, SECRET_CANARIES
+
+_CANARIES = [c.text for c in (*SECRET_CANARIES, *PII_CANARIES)]
+_TEXT = st.one_of(st.text(), st.sampled_from(_CANARIES),
+                  st.builds(lambda a, c, b: f"{a}{c}{b}", st.text(max_size=5),
+                            st.sampled_from(_CANARIES), st.text(max_size=5)),
+                  st.sampled_from(["password", "api_key", "token", "Authorization", "name"]))
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), _TEXT)
+_VALUE: st.SearchStrategy[Any] = st.recursive(
+    _SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                     st.tuples(inner, inner),
+                                     st.dictionaries(_TEXT, inner, max_size=4)),
+    max_leaves=20)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same types all the way down (1 == 1.0 == True is not enough; NaN
+    is the same as NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b or (a != a and b != b)
+
+
+@fuzz(300)
+@given(value=_VALUE, secrets=st.lists(st.sampled_from(["Ada", "sk-", "1234"]), max_size=2),
+       pattern=st.booleans(), pii=st.lists(st.sampled_from(["email", "phone"]), max_size=2))
+def test_a_bound_redactor_redacts_exactly_as_the_redactor(
+        value: Any, secrets: list[str], pattern: bool, pii: list[str]) -> None:
+    redactor = Redactor.of(secrets, [re.compile("greet")] if pattern else [], pii)
+    assert _same(redactor.bound()(value), redactor(value))
+
+
+@fuzz(300)
+@given(value=_VALUE, ensure_ascii=st.booleans(), sort_keys=st.booleans())
+def test_jsontext_dumps_is_the_stdlib_text(value: Any, ensure_ascii: bool, sort_keys: bool) -> None:
+    try:
+        want: str | type[Exception] = json.dumps(value, ensure_ascii=ensure_ascii, sort_keys=sort_keys)
+    except (TypeError, ValueError) as exc:
+        want = type(exc)
+    try:
+        got: str | type[Exception] = jsontext.dumps(value, ensure_ascii=ensure_ascii,
+                                                    sort_keys=sort_keys)
+    except (TypeError, ValueError) as exc:
+        got = type(exc)
+    assert got == want
+
+
+def test_jsontext_dumps_refuses_what_json_refuses() -> None:
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    for bad in (looped, {1: object()}, {"a": {1, 2}}):
+        for ascii_ in (True, False):
+            try:
+                json.dumps(bad, ensure_ascii=ascii_)
+            except (TypeError, ValueError) as exc:
+                want = (type(exc), str(exc))
+            try:
+                jsontext.dumps(bad, ensure_ascii=ascii_)
+            except (TypeError, ValueError) as exc:
+                assert (type(exc), str(exc)) == want
+            else:
+                raise AssertionError(f"{bad!r} was encoded")
+
+
+def test_a_released_log_is_not_removed_but_an_empty_claim_is(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    tried: list[str] = []
+    real = os.rmdir
+    monkeypatch.setattr(os, "rmdir", lambda p: (tried.append(os.fspath(p)), real(p))[1])
+    store = JsonlEventStore(tmp_path / "sessions")
+    store.create("empty")
+    store.close("empty")  # claimed, nothing written: the folder goes
+    assert tried == [os.fspath(tmp_path / "sessions" / "empty")]
+    assert not (tmp_path / "sessions" / "empty").exists()
+    store.create("s1")
+    store.append(Event("s1-e0001", "s1", "2026-01-01T00:00:00.000Z", "session.start", "user", {}))
+    store.close("s1")  # it holds its log: no removal is tried
+    assert len(tried) == 1 and store.exists("s1")
+
+
+_NUMBER = st.from_regex(r"-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,22})?([eE][-+]?[0-9]{1,3})?", fullmatch=True)
+_JSON_TEXT = st.one_of(
+    _VALUE.map(lambda v: json.dumps(v, ensure_ascii=False)),  # NaN, big ints, nesting
+    _VALUE.map(json.dumps),
+    _NUMBER, _NUMBER.map(lambda n: f'{{"n": [{n}, "{n}"]}}'),
+    st.floats().map(repr), st.text(max_size=30),
+    st.sampled_from(['{"a": 1, "a": 2}', "[1,]", "\ufeff[]", '"\\ud800"', '"\ud800"', "[" * 1100,
+                     "NaN", "-Infinity", "-0", "1e400", "18446744073709551616", " [1] ", "0123"]),
+)
+
+
+def _read(read: Any, text: str) -> Any:
+    try:
+        return ("ok", read(text))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        return (type(exc), str(exc))
+
+
+@fuzz(400)
+@given(text=_JSON_TEXT)
+def test_jsontext_loads_reads_what_json_reads(text: str) -> None:
+    got, want = _read(jsontext.loads, text), _read(json.loads, text)
+    assert got[0] == want[0] and (_same(got[1], want[1]) if got[0] == "ok" else got == want)
+
+
+_DECISION_TEXT = st.one_of(st.sampled_from(["allow", "deny", "transform", "maybe", ""]),
+                           st.text(max_size=3), st.just("deny\ud800"))
+_REASON = st.one_of(st.none(), st.just(""), st.text(max_size=20), st.just("x" * 1200),
+                    st.just("why \udcff"))
+
+
+@fuzz(200)
+@given(decision=_DECISION_TEXT, reason=_REASON)
+def test_a_decision_object_is_judged_as_the_same_fields_in_a_dict(
+        runtime: Runtime, decision: str, reason: str | None) -> None:
+    """bus._as_decision's fast path for a HookDecision of text fields gives what the general
+    path gives for the same fields as a mapping (the handler's own object when unchanged)."""
+    log = SimpleNamespace(schemas=runtime.schemas)
+    fields = {"decision": decision} if reason is None else {"decision": decision, "reason": reason}
+    assert bus._as_decision(HookDecision(decision, reason), log) == bus._as_decision(fields, log)
