@@ -183,7 +183,9 @@ class LiveText:
 
     def attach(self, provider: object, redact: Callable[[str], str]) -> None:
         """Give `provider` its sink, if it streams (`redact`: the session log's)."""
-        if isinstance(provider, Streaming):
+        # What isinstance(provider, Streaming) decides for a protocol of one data member,
+        # without its ~15 us on every request
+        if hasattr(provider, "on_text"):
             held = HeldBack(redact, self._emit)
             # nobody watching (a batch run): no redaction pass per piece
             provider.on_text = lambda piece: held(piece) if self.sinks else None

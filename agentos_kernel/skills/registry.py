@@ -8,6 +8,7 @@ Triggers match whole words, case-insensitively ("hi" does not fire on "this").
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,12 +60,18 @@ class SkillRegistry:
         best: tuple[int, int, str, Skill, str] | None = None
         for skill in self.skills.values():
             for trig in skill.triggers:
-                m = re.search(rf"(?<!\w){re.escape(trig)}(?!\w)", prompt, re.IGNORECASE)
+                m = _trigger(trig).search(prompt)
                 if m:
                     key = (m.start(), -len(trig), skill.name, skill, trig)
                     if best is None or key[:3] < best[:3]:
                         best = key
         return (best[3], best[4]) if best else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _trigger(trig: str) -> re.Pattern[str]:
+    """`trig` as a whole word or phrase, any case (compiled once: `select` runs per request)."""
+    return re.compile(rf"(?<!\w){re.escape(trig)}(?!\w)", re.IGNORECASE)
 
 
 def discover(roots: list[Path], schemas: SchemaRegistry, base: Path | None = None) -> SkillRegistry:
