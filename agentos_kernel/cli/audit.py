@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from ..labs.audit.log import AuditReport, Gap, audit_lines, audit_log, find_logs
@@ -50,7 +51,7 @@ def _store_reports(target: str) -> list[AuditReport]:
     owner's sessions the role may read (`postgres:ENV/*`)."""
     from ..store.factory import pg_stores_of
 
-    reports = [audit_lines(store.lines(sid), str(store.path(sid)))
+    reports = [audit_lines(partial(store.lines, sid), str(store.path(sid)))  # read again if need be
                for store in pg_stores_of(target) for sid in store.sessions()]
     if not reports:
         raise FileNotFoundError(f"{target}: holds no session")
@@ -68,7 +69,7 @@ def _session_report(args: argparse.Namespace) -> AuditReport:
         raise FileNotFoundError(f"no session {sid!r} in {rt.store_name} and no such file or directory")
     log = rt.log_file(sid)
     if log is None:
-        return audit_lines(rt.store.lines(sid), str(rt.store.path(sid)))
+        return audit_lines(lambda: rt.store.lines(sid), str(rt.store.path(sid)))  # read again if need be
     return audit_log(log, root=log.parent)  # a log linked out of its session folder is not read
 
 

@@ -1,4 +1,6 @@
-"""Flow audit checks: what the spec's Audit Completeness asks of the events themselves.
+"""The oracle's flow audit checks (as before the streaming fold).
+
+What the spec's Audit Completeness asks of the events themselves.
 
 - every llm.request answered once (llm.response or llm.error), every tool.invoke by one
   tool.result: by parent_id when the answer has one, else by call id, else in order;
@@ -14,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...tools.dispatch import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
-from .model import Entry, Gap
+from agentos_kernel.labs.audit.model import Entry, Gap
+from agentos_kernel.tools.dispatch import SERVED_ACTOR
 
 REQUIRED_TYPES = (
     "session.start", "hook.fired", "skill.invoke", "agent.transition", "llm.request",
