@@ -233,7 +233,7 @@ def test_gaps_keep_the_old_order_when_a_finding_waits(tmp_path: Path) -> None:
     stop = dict(objs[29], payload={"hook": "Stop", "decision": "deny", "reason": "enough"})
     bad = dict(objs[29], id="bad", payload={"hook": "Stop", "decision": "maybe"})
     trans = dict(objs[28], id="again")
-    path = _write(tmp_path, _rechain(objs[:29] + [stop, bad, trans] + objs[30:], renumber=True))
+    path = _write(tmp_path, _rechain([*objs[:29], stop, bad, trans, *objs[30:]], renumber=True))
     _same(path)
     hooks = [g.seq for g in audit_log(path).gaps if g.check == "hook"]
     assert hooks == [32, 31], hooks
