@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentos_kernel.labs.audit import flowfold
+from agentos_kernel.labs.audit import flowfold, stream
 from agentos_kernel.labs.audit import fold as audit_fold
 from agentos_kernel.labs.audit.log import audit_lines, audit_log
 from agentos_kernel.store.events import Event, canonical, chain_of
@@ -190,8 +190,8 @@ def test_held_findings_past_the_cap_are_found_the_exact_way(tmp_path: Path,
     start = dict(objs[20], type="workflow.started", id="ws", parent_id=None, payload={"entry_phase": "plan"})
     path = _write(tmp_path, _lines(objs[:10] + wf + [start] + objs[10:], rechain=False, renumber=False))
     calls = []
-    real = audit_fold._hints
-    monkeypatch.setattr(audit_fold, "_hints", lambda lines: calls.append(1) or real(lines))
+    real = stream._hints
+    monkeypatch.setattr(stream, "_hints", lambda lines: calls.append(1) or real(lines))
     _same(path)
     assert calls, "the cap was passed: the exact way must have run"
     gaps = audit_log(path).gaps

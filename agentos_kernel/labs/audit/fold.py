@@ -19,12 +19,11 @@ every event object).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import flowfold
 from .flowfold import PENDING_CAP
-from .ids import CompactIds, FullIds, Seen
+from .ids import CompactIds, FullIds
 from .model import Gap
 from .pairs import Exact
 from .reading import read_line
@@ -71,7 +70,7 @@ class LogFold:
         self.count = 0
         self.sid: Any = None
         self.first: tuple[str, Any] = ("", None)  # the first event's type and actor
-        self.last: tuple[str, int] = ("", 0)  # the last event's name and line
+        self.last: tuple[str, int, int] = ("", 0, 0)  # the last event's type, seq and line
         self.started = False
         self.close: tuple[int, int, dict[str, Any]] | None = None  # seq, line, payload
         self.after: list[Any] = [0, None]  # events after the close, the first one (name, line)
@@ -132,7 +131,7 @@ class LogFold:
             self.after[0] += 1
             if self.after[1] is None:
                 self.after[1] = (f"{typ} (seq {seq})", n)
-        self.last = (f"{typ} (seq {seq})", n)
+        self.last = (typ, seq, n)
         self.flow.event(typ, eid, pid, p, seq, n, pos)
 
     def _seq(self, n: int, typ: str, seq: int, raw_seq: Any) -> None:
@@ -203,9 +202,9 @@ class LogFold:
 
     def _closed(self) -> list[Gap]:
         if self.close is None:
-            name, line = self.last
-            return [Gap("closed", None, None, f"no session.close: the log ends with {name} at line "
-                                              f"{line}; close every session, ok or not "
+            typ, seq, line = self.last
+            return [Gap("closed", None, None, f"no session.close: the log ends with {typ} (seq {seq}) "
+                                              f"at line {line}; close every session, ok or not "
                                               "(session.close {ok, reason})")]
         gaps = self.closes
         seq, n, p = self.close
@@ -237,43 +236,3 @@ def _flush(pending: list[Gap] | None) -> list[Gap]:
     if pending is None:
         raise Exact
     return pending
-
-
-def _hints(lines: Iterable[bytes]) -> Hints:
-    """The exact way's first pass: every id, and whether any event has a seq or chain."""
-    hints, pos, started = Hints(), 0, False
-    for n, line in enumerate(lines, 1):
-        got = read_line(n, line, [])
-        if got is None:
-            continue
-        obj = got[0]
-        pos += 1
-        raw_seq, typ = obj.get("seq"), obj["type"]
-        p = obj["payload"] if type(obj["payload"]) is dict else {}
-        hints.seq = hints.seq or raw_seq is not None
-        hints.chain = hints.chain or "chain" in obj
-        if typ == "workflow.started" and not started:
-            started, hints.phase = True, p.get("entry_phase")
-        hints.ids.record(obj["id"], Seen(pos, pos if raw_seq is None else raw_seq, n, typ,
-                                         (p.get("call_id"), p.get("id"))))
-    return hints
-
-
-def audit_gaps(lines: Callable[[], Iterable[bytes]], name: str) -> tuple[int, list[Gap], list[str]]:
-    """(events, gaps, notes) of the log whose lines `lines()` gives (called again for the
-    exact way)."""
-    notes: list[str] = []
-    try:
-        fold = LogFold()
-        for n, line in enumerate(lines(), 1):
-            fold.feed(n, line)
-        count, gaps = fold.finish(name, notes)
-        return count, gaps, notes
-    except Exact:
-        pass
-    notes = []
-    fold = LogFold(_hints(lines()))
-    for n, line in enumerate(lines(), 1):
-        fold.feed(n, line)
-    count, gaps = fold.finish(name, notes)
-    return count, gaps, notes

@@ -20,9 +20,9 @@ from typing import Any
 
 from ...store.events import LOG_NAME
 from ...store.redaction import redact
-from .fold import audit_gaps
 from .model import Entry, Gap
 from .reading import read_line
+from .stream import audit_gaps
 
 
 @dataclass(frozen=True)
