@@ -144,7 +144,8 @@ class FlowFold:
         if typ == "schema.violation":
             self.seen_violation = True
             self.violations.append((pos, seq, n, p.get("schema_id", "?"), p.get("where", "?")))
-        elif not self.seen_violation and _schema_invalid(typ, p):
+        elif (not self.seen_violation and ("code" in p or "error" in p or typ == "session.close")
+              and _schema_invalid(typ, p)):
             self.schema.append((pos, Gap("schema-violation", seq, n, f"{typ} reports SCHEMA_INVALID "
                                          "but no schema.violation was logged before it; log the "
                                          "violation (schema_id, where, violations)")))

@@ -12,11 +12,12 @@ What a log must show for each check is written down in docs/log-format.md ("Audi
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ...store.events import LOG_NAME
 from ...store.redaction import redact
@@ -90,7 +91,7 @@ def audit_log(path: Path | str, root: Path | str | None = None) -> AuditReport:
     if away:
         return redacted(AuditReport(str(file), 0, (Gap("envelope", None, None, away),)))
     count, gaps, notes = audit_gaps(lambda: _file_lines(file), str(file))
-    return redacted(AuditReport(str(file), count, tuple(gaps), tuple(notes)))
+    return _redacted(str(file), count, gaps, notes)
 
 
 def redacted(report: AuditReport) -> AuditReport:
@@ -99,6 +100,13 @@ def redacted(report: AuditReport) -> AuditReport:
     return AuditReport(redact(report.path), report.events,
                        tuple(Gap(g.check, g.seq, g.line, redact(g.what)) for g in report.gaps),
                        tuple(redact(list(report.notes))))
+
+
+def _redacted(path: str, events: int, gaps: list[Gap], notes: list[str]) -> AuditReport:
+    """`redacted` of the report, each gap replaced in place (a long log's report is not held twice)."""
+    for i, g in enumerate(gaps):
+        gaps[i] = Gap(g.check, g.seq, g.line, redact(g.what))
+    return AuditReport(redact(path), events, tuple(gaps), tuple(redact(notes)))
 
 
 def outside(file: Path, root: Path | str) -> str | None:
@@ -122,7 +130,7 @@ def audit_lines(lines: Iterable[bytes] | Callable[[], Iterable[bytes]], name: st
         kept = lines if iter(lines) is not lines else list(lines)
         again = lambda: kept  # noqa: E731
     count, gaps, notes = audit_gaps(again, name)
-    return redacted(AuditReport(name, count, tuple(gaps), tuple(notes)))
+    return _redacted(name, count, gaps, notes)
 
 
 def read_entries(file: Path | str, lines: Iterable[bytes] | None = None) -> tuple[list[Entry], list[Gap]]:
@@ -131,19 +139,21 @@ def read_entries(file: Path | str, lines: Iterable[bytes] | None = None) -> tupl
     log in memory, for a conformance scenario's expectations (audit_log does not keep it)."""
     entries: list[Entry] = []
     gaps: list[Gap] = []
-    for n, line in enumerate(_file_lines(Path(file)) if lines is None else lines, 1):
-        got = read_line(n, line, gaps)
-        if got is not None:
-            entries.append(Entry(n, len(entries) + 1, got[0]))
+    with contextlib.ExitStack() as stack:
+        source = stack.enter_context(Path(file).open("rb")) if lines is None else lines
+        for n, line in enumerate(source, 1):
+            got = read_line(n, line, gaps)
+            if got is not None:
+                entries.append(Entry(n, len(entries) + 1, got[0]))
     if not entries and not gaps:
         gaps.append(Gap("envelope", None, None, f"{file} holds no event; a session log starts "
                                                 "with session.start"))
     return entries, gaps
 
 
-def _file_lines(file: Path) -> Iterator[bytes]:
-    with file.open("rb") as f:
-        yield from f
+def _file_lines(file: Path) -> BinaryIO:
+    """The open file: its lines, iterated without a generator in between (the caller closes it)."""
+    return file.open("rb")
 
 
 __all__ = ["AuditReport", "Gap", "audit_lines", "audit_log", "find_logs", "log_file", "read_entries"]

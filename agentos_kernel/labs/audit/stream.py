@@ -14,7 +14,6 @@ from .model import Gap
 from .pairs import Exact
 from .reading import read_line
 
-_HEX = "0123456789abcdef"
 _BOUNDARY = ("session.start", "session.close")
 
 
@@ -28,6 +27,7 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
     known to be one of ours."""
     loads, dumps, sort, sha = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS, hashlib.sha256
     ids, flow_event = fold.ids, fold.flow.event
+    open_llm, open_tool = fold.flow.llm.open_ids, fold.flow.tool.open_ids  # ids read before
     bits = ids.bits
     ready = False
     prefix, fmt, sid, expected, prev, count = "", "", "", 0, b"", 0
@@ -37,12 +37,14 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
                 obj = loads(line)
                 eid, typ, pid, seq, chain = obj["id"], obj["type"], obj["parent_id"], obj["seq"], obj["chain"]
                 p, ts, actor = obj["payload"], obj["ts"], obj["actor"]
-                ok = (len(obj) == 10 and seq == expected and type(seq) is int and type(eid) is str
+                # (a chain equal to the digest is 64 lowercase hex digits; an id equal to the
+                # counter id is a string)
+                ok = (len(obj) == 10 and seq == expected and type(seq) is int
                       and eid == prefix + format(seq, fmt) and type(typ) is str and typ
                       and typ not in _BOUNDARY and type(ts) is str and type(actor) is str
                       and obj["session_id"] == sid and obj["schema_version"] == "v1"
-                      and type(chain) is str and len(chain) == 64 and not chain.strip(_HEX)
-                      and (pid is None or (type(pid) is str and ids.seen(pid))))
+                      and (pid is None or pid in open_llm or pid in open_tool
+                           or (type(pid) is str and ids.seen(pid))))
             except (orjson.JSONDecodeError, KeyError, TypeError):
                 ok = False
             if ok:
@@ -99,13 +101,33 @@ def audit_gaps(lines: Callable[[], Iterable[bytes]], name: str) -> tuple[int, li
     notes: list[str] = []
     try:
         fold = LogFold()
-        run(fold, lines())
+        _run(fold, lines)
         count, gaps = fold.finish(name, notes)
         return count, gaps, notes
     except Exact:
         pass
     notes = []
-    fold = LogFold(_hints(lines()))
-    run(fold, lines())
+    source = lines()
+    try:
+        hints = _hints(source)
+    finally:
+        _close(source)
+    fold = LogFold(hints)
+    _run(fold, lines)
     count, gaps = fold.finish(name, notes)
     return count, gaps, notes
+
+
+def _run(fold: LogFold, lines: Callable[[], Iterable[bytes]]) -> None:
+    source = lines()
+    try:
+        run(fold, source)
+    finally:
+        _close(source)
+
+
+def _close(source: Iterable[bytes]) -> None:
+    """Close what `lines()` opened (a file, a generator over pages)."""
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
