@@ -25,7 +25,8 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
 - chain: `verify_log`, `replay --summary` (Runtime.verified_summary) and `audit_log`
   against an orjson + sha256 fold of the same lines (issue 24), per-round ratios and
   peak traced memory at 10k / 100k / 1M events; the list-based audit it replaced (before)
-  only up to 100k: it keeps every entry. `--arms` picks some.
+  only up to 100k: it keeps every entry; and the fold hashing each line's canonical
+  re-encoding (the least an exact reader does). `--arms` picks some.
 - rss: peak resident memory (`ru_maxrss`) of `agentos verify`, `agentos replay --summary` and
   `agentos audit` at 10k / 100k / 1M events, each in a fresh interpreter (`--before TREE`:
   also the audit of that tree, up to 100k).
@@ -211,12 +212,20 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int, only:
                     orjson.loads(line)
                     prev = hashlib.sha256(prev + line).hexdigest().encode()
 
+        def fold_canonical(path: Path = path) -> None:  # what an exact reader cannot skip
+            prev = b""
+            with path.open("rb") as f:
+                for line in f:
+                    body = orjson.dumps(orjson.loads(line), option=orjson.OPT_SORT_KEYS)
+                    prev = hashlib.sha256(prev + body).hexdigest().encode()
+
         def replay_summary(sid: str = f"long{n}") -> None:  # what `agentos replay --summary` runs
             report, summary = rt.verified_summary(sid)
             assert report.ok and summary is not None
 
         arms: dict[str, Callable[[], object]] = {"fold": fold, "verify_log": lambda p=path: verify_log(p),
                                                  "replay --summary": replay_summary}
+        arms["fold + canonical dumps"] = fold_canonical
         arms["audit_log"] = lambda p=path: audit_log(p)
         if n <= audit_upto:
             arms["audit_log (before)"] = lambda p=path: old_audit(p)
