@@ -198,6 +198,18 @@ def test_held_findings_past_the_cap_are_found_the_exact_way(tmp_path: Path,
     assert sum(g.check == "seq" for g in gaps) >= 8 and sum(g.check == "transition" for g in gaps) >= 5
 
 
+def test_a_line_too_deep_to_encode_is_a_finding_in_the_one_pass(tmp_path: Path) -> None:
+    """A line nested deeper than orjson writes (it reads 1024 levels, writes 254) has no
+    canonical bytes: the one-pass loop hands it to the general way, which names it."""
+    objs = [orjson.loads(x) for x in REF_LINES]
+    deep = b"[" * 300 + b"1" + b"]" * 300
+    line = canonical({**objs[5], "payload": {}}).replace(b'"payload":{}', b'"payload":{"x":%s}' % deep)
+    lines = _rechain(objs, renumber=False)
+    path = _write(tmp_path, [*lines[:5], line, *lines[6:]])
+    _same(path)
+    assert any("nested over 254 levels deep" in g.what for g in audit_log(path).gaps)
+
+
 def test_a_duplicate_id_goes_the_exact_way(tmp_path: Path) -> None:
     objs = [orjson.loads(x) for x in REF_LINES]
     objs[25]["id"] = objs[6]["id"]  # llm.request's id, again on a later llm.request

@@ -49,7 +49,10 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
                 ok = False
             if ok:
                 byte, bit = seq >> 3, 1 << (seq & 7)
-                enc = dumps(obj, option=sort)
+                try:
+                    enc = dumps(obj, option=sort)
+                except (TypeError, orjson.JSONEncodeError):  # deeper than orjson writes
+                    enc = b"-"
                 if (byte < len(bits) and not bits[byte] & bit and len(line) - len(enc) <= 1
                         and line.startswith(enc)):
                     i = enc.find(b',"chain":"')
