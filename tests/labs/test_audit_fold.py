@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentos_kernel.clock import uuid7
 from agentos_kernel.labs.audit import flowfold, stream
 from agentos_kernel.labs.audit import fold as audit_fold
 from agentos_kernel.labs.audit.log import audit_lines, audit_log
@@ -249,3 +250,48 @@ def test_gaps_keep_the_old_order_when_a_finding_waits(tmp_path: Path) -> None:
     _same(path)
     hooks = [g.seq for g in audit_log(path).gaps if g.check == "hook"]
     assert hooks == [32, 31], hooks
+
+
+def _live_ids(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The log with a live run's ids: UUIDv7s, strictly rising; parents renamed with them."""
+    new = {o["id"]: str(uuid7()) for o in objs}
+    return [{**o, "id": new[o["id"]], "parent_id": new.get(o["parent_id"], o["parent_id"])}
+            for o in objs]
+
+
+def _long(tmp_path: Path, n: int) -> list[dict[str, Any]]:
+    return [orjson.loads(x) for x in write_long_session(tmp_path, f"l{n}", n).read_bytes().splitlines()]
+
+
+def test_live_ids_are_kept_as_the_recent_ones(tmp_path: Path) -> None:
+    """A live run's rising ids: the same report, and traced memory at 20k events within
+    1 MB of 2k's (every id kept as a string: ≈ 2 MB more)."""
+    small = _write(tmp_path, _rechain(_live_ids(_long(tmp_path, 2_000)), renumber=False), "small")
+    big = _write(tmp_path, _rechain(_live_ids(_long(tmp_path, 20_000)), renumber=False), "big")
+    _same(small)
+    audit_log(small)
+    peaks = []
+    tracemalloc.start()
+    try:
+        for log in (small, big):
+            tracemalloc.reset_peak()
+            audit_log(log)
+            peaks.append(tracemalloc.get_traced_memory()[1] / 1e6)
+    finally:
+        tracemalloc.stop()
+    assert peaks[1] - peaks[0] < 1.0, peaks
+
+
+@pytest.mark.parametrize("where", ["old parent", "id not rising"])
+def test_live_ids_read_again_when_they_must(tmp_path: Path, where: str) -> None:
+    """A parent_id older than the recent ids, or an id below the highest one: the ids before
+    it are read again and every id kept from then on; the same report."""
+    objs = _live_ids(_long(tmp_path, 3_000))
+    if where == "old parent":
+        objs[2500]["parent_id"] = objs[10]["id"]
+    else:
+        objs[2500]["id"] = objs[100]["id"]
+    path = _write(tmp_path, _rechain(objs, renumber=False))
+    _same(path)
+    if where == "old parent":
+        assert not [g for g in audit_log(path).gaps if g.check == "parent"]

@@ -19,6 +19,7 @@ every event object).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import flowfold
@@ -49,10 +50,11 @@ class Hints:
 class LogFold:
     """One pass of the audit; `feed` each line, then `finish`."""
 
-    def __init__(self, hints: Hints | None = None) -> None:
+    def __init__(self, hints: Hints | None = None,
+                 reread: Callable[[], Iterable[bytes]] | None = None) -> None:
         self.hints = hints
         self.full = hints.ids if hints is not None else None
-        self.ids = CompactIds()
+        self.ids = CompactIds(reread)  # `reread`: the log's lines again, for rising ids
         self.read: list[Gap] = []
         self.envelope: list[Gap] = []
         self.seq: list[Gap] = []
@@ -93,11 +95,11 @@ class LogFold:
             self.sid, self.first = obj["session_id"], (typ, obj.get("actor"))
         full = self.full
         # check_parents: before this event's own id is counted
-        if pid is not None and not (self.ids.seen(pid) if full is None else full.before(pid, pos)):
+        if pid is not None and not (self.ids.seen(pid, n) if full is None else full.before(pid, pos)):
             self.parents.append((seq, n, typ, pid))
             self.later.setdefault(pid, "")
         if full is None:
-            if self.ids.add(eid, raw_seq):
+            if self.ids.add(eid, raw_seq, n):
                 raise Exact
         else:
             first = full.before(eid, pos)

@@ -2,7 +2,9 @@
 
 `CompactIds` (the streaming pass) keeps our writer's counter ids (`<prefix><seq, zero
 padded>`, the first event's prefix and width: `s0001-e0001`) as one bit per seq, so a log we
-wrote costs 1 bit an event; any other id is kept as itself. It answers only "seen before?":
+wrote costs 1 bit an event; a live run's rising ids (UUIDv7) as the highest and the last
+1024, until one does not rise or a parent_id names an older one (then the log is read again
+up to there and every id kept, as any other id is). It answers only "seen before?":
 what the audit needs to know about an earlier event beyond that (a duplicate id's first
 event, an answer's target that is not open) is what only a log with a gap asks, and the
 audit then goes again the exact way (`FullIds`, every id's first and last event, from a
@@ -12,6 +14,8 @@ first pass over the log).
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,19 +32,30 @@ def id_form(eid: str, seq: Any) -> tuple[str, str] | None:
 
 
 class CompactIds:
-    """The ids read so far: counter ids of the first event's form as bits, others as themselves."""
+    """The ids read so far: counter ids of the first event's form as bits; rising ids (a live
+    run's UUIDv7s) as the highest one and the last `RECENT`, while every id rises and every
+    parent_id is one of those (`reread` given); any other id as itself."""
 
-    def __init__(self) -> None:
+    RECENT = 1024
+    """Rising ids kept as themselves: a parent_id names a recent event (a request, its hook)."""
+
+    def __init__(self, reread: Callable[[], Iterable[bytes]] | None = None) -> None:
         self.form: tuple[str, str] | None = None
         self.decided = False
         self.bits = bytearray(1024)
         self.others: set[str] = set()
+        self.reread = reread
+        self.rising = False
+        self.top: str | None = None
+        self.recent: deque[str] = deque()
+        self.recent_set: set[str] = set()
 
-    def add(self, eid: str, seq: Any) -> bool:
-        """Record `eid` (its event numbered `seq`); True when it was read before."""
+    def add(self, eid: str, seq: Any, n: int = 0) -> bool:
+        """Record `eid` (its event numbered `seq`, at line `n`); True when it was read before."""
         if not self.decided:
             self.decided = True
             self.form = id_form(eid, seq)
+            self.rising = self.form is None and self.reread is not None
         form = self.form
         if form is not None and type(seq) is int and seq > 0 and eid == form[0] + format(seq, form[1]):
             byte, bit = seq >> 3, 1 << (seq & 7)
@@ -51,13 +66,28 @@ class CompactIds:
                 return True
             bits[byte] |= bit
             return bool(self.others) and eid in self.others
-        if self.seen(eid):
+        if self.rising:
+            if self.top is None or eid > self.top:  # above every earlier id: new
+                self.top = eid
+                self.recent.append(eid)
+                self.recent_set.add(eid)
+                if len(self.recent) > self.RECENT:
+                    self.recent_set.discard(self.recent.popleft())
+                return False
+            self._recall(n)
+        if self.seen(eid, n):
             return True
         self.others.add(eid)
         return False
 
-    def seen(self, eid: str) -> bool:
-        """`eid` was read before."""
+    def seen(self, eid: str, n: int = 0) -> bool:
+        """`eid` was read before (line `n`, the one asking)."""
+        if self.rising:
+            if self.top is None or eid > self.top:
+                return False
+            if eid in self.recent_set:
+                return True
+            self._recall(n)
         if eid in self.others:
             return True
         form = self.form
@@ -70,6 +100,28 @@ class CompactIds:
         if k < 1 or (k >> 3) >= len(self.bits) or eid != form[0] + format(k, form[1]):
             return False
         return bool(self.bits[k >> 3] & (1 << (k & 7)))
+
+    def _recall(self, n: int) -> None:
+        """An id that does not rise, or a parent_id below the recent ones: keep every id of
+        the events before line `n` (the log read again up to it), and every id from now on."""
+        from .reading import read_line  # reading's envelope check is the one that counts events
+
+        assert self.reread is not None
+        source = self.reread()
+        try:
+            for k, line in enumerate(source, 1):
+                if k >= n:
+                    break
+                got = read_line(k, line, [])
+                if got is not None:
+                    self.others.add(got[0]["id"])
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+        self.rising = False
+        self.recent.clear()
+        self.recent_set.clear()
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,7 @@ def audit_gaps(lines: Callable[[], Iterable[bytes]], name: str) -> tuple[int, li
     exact way)."""
     notes: list[str] = []
     try:
-        fold = LogFold()
+        fold = LogFold(reread=lines)
         _run(fold, lines)
         count, gaps = fold.finish(name, notes)
         return count, gaps, notes
