@@ -139,11 +139,14 @@ def _lines(objs: list[Any], rechain: bool, renumber: bool) -> list[bytes]:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32), kinds=st.lists(st.sampled_from(MUTATIONS), min_size=1, max_size=4),
-       rechain=st.booleans(), renumber=st.booleans())
+       rechain=st.booleans(), renumber=st.booleans(), live=st.booleans())
 def test_mutated_reference_logs_match(tmp_path: Path, seed: int, kinds: list[str], rechain: bool,
-                                      renumber: bool) -> None:
+                                      renumber: bool, live: bool) -> None:
+    """Mutations of the reference log, with its counter ids or a live run's rising ids."""
     rng = random.Random(seed)
     objs: list[Any] = [orjson.loads(x) for x in REF_LINES]
+    if live:
+        objs = _live_ids(objs)
     for kind in kinds:
         objs = _mutate(objs, rng, kind)
     _same(_write(tmp_path, _lines(objs, rechain, renumber), f"m{seed}"))

@@ -19,17 +19,18 @@ _BOUNDARY = ("session.start", "session.close")
 
 def run(fold: LogFold, lines: Iterable[bytes]) -> None:
     """Feed every line to `fold`. A line our writer wrote that is the next link of a
-    numbered, chained log with counter ids (ten fields of the right types, its bytes the
-    canonical encoding, the expected seq, the next counter id, the session's id, a known
-    parent, its chain the digest) is taken here without building anything; any other line,
+    numbered, chained log with counter or rising ids (ten fields of the right types, its
+    bytes the canonical encoding, the expected seq, the next counter id or an id above the
+    highest, the session's id, a parent read recently, its chain the digest) is taken here
+    without building anything; any other line,
     and any line before the log shows that form, goes the general way (LogFold.feed), which
     reports what is wrong. Both keep the same state: nothing changes before the line is
     known to be one of ours."""
     loads, dumps, sort, sha = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS, hashlib.sha256
     ids, flow_event = fold.ids, fold.flow.event
     open_llm, open_tool = fold.flow.llm.open_ids, fold.flow.tool.open_ids  # ids read before
-    bits = ids.bits
-    ready = False
+    bits, recent = ids.bits, ids.recent_set
+    ready = rising = False
     prefix, fmt, sid, expected, prev, count = "", "", "", 0, b"", 0
     for n, line in enumerate(lines, 1):
         if ready:
@@ -38,13 +39,14 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
                 eid, typ, pid, seq, chain = obj["id"], obj["type"], obj["parent_id"], obj["seq"], obj["chain"]
                 p, ts, actor = obj["payload"], obj["ts"], obj["actor"]
                 # (a chain equal to the digest is 64 lowercase hex digits; an id equal to the
-                # counter id is a string)
+                # counter id, or above the highest id, is a string: any other type raises)
                 ok = (len(obj) == 10 and seq == expected and type(seq) is int
-                      and eid == prefix + format(seq, fmt) and type(typ) is str and typ
+                      and (eid > ids.top if rising else eid == prefix + format(seq, fmt))
+                      and type(typ) is str and typ
                       and typ not in _BOUNDARY and type(ts) is str and type(actor) is str
                       and obj["session_id"] == sid and obj["schema_version"] == "v1"
                       and (pid is None or pid in open_llm or pid in open_tool
-                           or (type(pid) is str and ids.seen(pid))))
+                           or (type(pid) is str and (pid in recent if rising else ids.seen(pid)))))
             except (orjson.JSONDecodeError, KeyError, TypeError):
                 ok = False
             if ok:
@@ -53,11 +55,14 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
                     enc = dumps(obj, option=sort)
                 except (TypeError, orjson.JSONEncodeError):  # deeper than orjson writes
                     enc = b"-"
-                if (byte < len(bits) and not bits[byte] & bit and len(line) - len(enc) <= 1
-                        and line.startswith(enc)):
+                if ((rising or (byte < len(bits) and not bits[byte] & bit))
+                        and len(line) - len(enc) <= 1 and line.startswith(enc)):
                     i = enc.find(b',"chain":"')
                     if sha(prev + enc[:i] + enc[i + 75:]).hexdigest() == chain:
-                        bits[byte] |= bit
+                        if rising:
+                            ids.add(eid, seq, n)  # above the highest: kept as a recent one
+                        else:
+                            bits[byte] |= bit
                         prev, expected = chain.encode(), seq + 1
                         count += 1
                         if fold.later and eid in fold.later:
@@ -67,12 +72,12 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
                         continue
             fold.prev, fold.expected, fold.count = prev, expected, count
         fold.feed(n, line)
-        bits = ids.bits
-        form = ids.form
-        ready = (form is not None and fold.has_seq and fold.has_chain and not ids.others
-                 and fold.full is None and fold.close is None and type(fold.sid) is str)
+        bits, form, rising = ids.bits, ids.form, ids.rising
+        ready = ((form is not None or rising) and fold.has_seq and fold.has_chain and not ids.others
+                 and fold.full is None and fold.close is None and type(fold.sid) is str
+                 and (ids.top is not None or not rising))
         if ready:
-            prefix, fmt = form  # type: ignore[misc]
+            prefix, fmt = form or ("", "")
             sid, expected, prev, count = fold.sid, fold.expected, fold.prev, fold.count
     if ready:
         fold.prev, fold.expected, fold.count = prev, expected, count
