@@ -30,6 +30,8 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
 - rss: peak resident memory (`ru_maxrss`) of `agentos verify`, `agentos replay --summary` and
   `agentos audit` at 10k / 100k / 1M events, each in a fresh interpreter (`--before TREE`:
   also the audit of that tree, up to 100k).
+- audit-live: `audit_log` on the same logs with a live run's ids (UUIDv7s, rising) against
+  the chain section's fold, per-round ratios and peak traced memory at 10k / 100k / 1M.
 - verify: `verify_log` (`agentos verify`: every line's envelope, place and chain) on a log
   of N events: throughput, and against the same orjson fold as replay's, interleaved.
 """
@@ -180,6 +182,20 @@ def bench_verify(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
     return rows
 
 
+def chain_fold(path: Path) -> None:
+    """The least a reader of a chained log does: each line parsed, and hashed after the
+    previous digest."""
+    import hashlib
+
+    import orjson
+
+    prev = b""
+    with path.open("rb") as f:
+        for line in f:
+            orjson.loads(line)
+            prev = hashlib.sha256(prev + line).hexdigest().encode()
+
+
 def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int, only: str = "") -> list[str]:
     """verify_log, `replay --summary` (what `agentos replay ID --summary` runs: the verify
     pass folding the bounded summary, Runtime.verified_summary) and audit_log against an
@@ -206,11 +222,7 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int, only:
         os.sync()
 
         def fold(path: Path = path) -> None:
-            prev = b""
-            with path.open("rb") as f:
-                for line in f:
-                    orjson.loads(line)
-                    prev = hashlib.sha256(prev + line).hexdigest().encode()
+            chain_fold(path)
 
         def fold_canonical(path: Path = path) -> None:  # what an exact reader cannot skip
             prev = b""
@@ -246,6 +258,52 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int, only:
                         f"{peak_mb(arms[name]):.2f} MB | {load} |")
         rows.append(f"| (fold) | {n:,} | {statistics.median(times['fold']):.2f} s | 1.00x | "
                     f"{peak_mb(fold):.2f} MB | {load} |")
+        path.unlink()
+    return rows
+
+
+def live_ids(log: Path) -> Path:
+    """A copy of `log` with a live run's ids (UUIDv7s, rising; parents renamed with them),
+    re-chained: `<log>.live`."""
+    import orjson
+
+    from agentos_kernel.clock import uuid7
+    from agentos_kernel.store.events import Event, canonical, chain_of
+
+    out, new, prev = log.with_suffix(".live"), {}, None
+    with log.open("rb") as src, out.open("wb") as dst:
+        for line in src:
+            o = orjson.loads(line)
+            new[o["id"]] = o["id"] = str(uuid7())
+            o["parent_id"] = new.get(o["parent_id"], o["parent_id"])
+            o.pop("chain")
+            o["chain"] = prev = chain_of(prev, Event(**o))
+            dst.write(canonical(o) + b"\n")
+    return out
+
+
+def bench_audit_live(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
+    """audit_log on a log with a live run's ids (UUIDv7, `live_ids`) against the chain
+    section's fold, interleaved, CPU time; peak traced memory in a separate pass."""
+    from agentos_kernel.labs.audit.log import audit_log
+
+    rows = []
+    for n in sizes:
+        base = write_long_session(tmp / "live", f"long{n}", n)
+        path = live_ids(base)
+        base.unlink()
+
+        times: dict[str, list[float]] = {"fold": [], "audit": []}
+        for r in range(repeat):
+            for name in (("fold", "audit") if r % 2 else ("audit", "fold")):
+                t = time.process_time()
+                chain_fold(path) if name == "fold" else audit_log(path)
+                times[name].append(time.process_time() - t)
+        ratios = [t / f for t, f in zip(times["audit"], times["fold"], strict=True)]
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        rows.append(f"| audit_log, live ids | {n:,} | {statistics.median(times['audit']):.2f} s | "
+                    f"{min(ratios):.2f}x / {statistics.median(ratios):.2f}x | "
+                    f"{peak_mb(lambda p=path: audit_log(p)):.2f} MB | {load} |")
         path.unlink()
     return rows
 
@@ -413,6 +471,8 @@ SECTIONS: dict[str, Callable[[Path, argparse.Namespace], list[str]]] = {
                                         5, 100_000, a.arms),
     "rss": lambda tmp, a: bench_rss(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
                                     a.before),
+    "audit-live": lambda tmp, a: bench_audit_live(tmp, [10_000, 100_000] if a.quick
+                                                  else [10_000, 100_000, 1_000_000], 5),
     "verify": lambda tmp, a: bench_verify(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
                                           5 if a.quick else 3),
 }
@@ -430,6 +490,8 @@ HEADERS = {
     "chain": "| reads the whole log | events | time (median) | vs the orjson + sha256 fold, per round "
              "(min / median) | peak traced | load average after |\n|---|---|---|---|---|---|",
     "rss": "| command (fresh interpreter) | events | peak resident (ru_maxrss) | |\n|---|---|---|---|",
+    "audit-live": "| reads the whole log | events | time (median) | vs the orjson + sha256 fold, per "
+                  "round (min / median) | peak traced | load average after |\n|---|---|---|---|---|---|",
     "verify": "| verify | events | time (median) | throughput | vs an orjson fold | goal |\n"
               "|---|---|---|---|---|---|",
 }

@@ -222,22 +222,27 @@ def test_a_duplicate_id_goes_the_exact_way(tmp_path: Path) -> None:
     assert any("is already the id of llm.request (seq 7)" in g.what for g in audit_log(path).gaps)
 
 
-def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
-    """tracemalloc peak of auditing a 20k-event log stays under 4 MB and within 1 MB of a
-    2k-event log's (the list-based audit took ≈ 42 MB at 20k: it kept every event)."""
-    small = write_long_session(tmp_path, "small", 2_000)
-    big = write_long_session(tmp_path, "big", 20_000)
-    audit_log(small)  # warm: imports, compiled patterns
+def _peaks(*logs: Path) -> list[float]:
+    """Peak traced memory (MB) of auditing each log, after a warm-up audit of the first."""
+    audit_log(logs[0])  # warm: imports, compiled patterns
     peaks = []
     tracemalloc.start()
     try:
-        for log in (small, big):
+        for log in logs:
             tracemalloc.reset_peak()
             audit_log(log)
             peaks.append(tracemalloc.get_traced_memory()[1] / 1e6)
     finally:
         tracemalloc.stop()
-    peak_small, peak_big = peaks
+    return peaks
+
+
+def test_memory_does_not_grow_with_the_log(tmp_path: Path) -> None:
+    """tracemalloc peak of auditing a 20k-event log stays under 4 MB and within 1 MB of a
+    2k-event log's (the list-based audit took ≈ 42 MB at 20k: it kept every event)."""
+    small = write_long_session(tmp_path, "small", 2_000)
+    big = write_long_session(tmp_path, "big", 20_000)
+    peak_small, peak_big = _peaks(small, big)
     assert peak_big < 4.0, f"{peak_big:.1f} MB traced at 20k events"
     assert peak_big - peak_small < 1.0, f"{peak_small:.2f} MB at 2k, {peak_big:.2f} MB at 20k"
 
@@ -272,16 +277,7 @@ def test_live_ids_are_kept_as_the_recent_ones(tmp_path: Path) -> None:
     small = _write(tmp_path, _rechain(_live_ids(_long(tmp_path, 2_000)), renumber=False), "small")
     big = _write(tmp_path, _rechain(_live_ids(_long(tmp_path, 20_000)), renumber=False), "big")
     _same(small)
-    audit_log(small)
-    peaks = []
-    tracemalloc.start()
-    try:
-        for log in (small, big):
-            tracemalloc.reset_peak()
-            audit_log(log)
-            peaks.append(tracemalloc.get_traced_memory()[1] / 1e6)
-    finally:
-        tracemalloc.stop()
+    peaks = _peaks(small, big)
     assert peaks[1] - peaks[0] < 1.0, peaks
 
 

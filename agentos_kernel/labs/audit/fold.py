@@ -10,10 +10,10 @@ pending. Gaps are kept per check and listed in the same order as ever: check ord
 log order.
 
 What only a log with a gap asks (a repeated id, an answer whose parent_id names no open
-request), or pending findings past `PENDING_CAP`, raise `Exact`: the log is then read twice,
-once to index every id (ids.FullIds) and to learn what the first pass had to wait for, then
-audited again knowing it. Memory is then proportional to the log's ids, as it was (before:
-every event object).
+request of its kind), or held findings past `PENDING_CAP`, raise `Exact`: the log is then
+read twice more, once to index every id (ids.FullIds) and to learn what the first pass had
+to wait for, then audited again knowing it. That way keeps every id with its event's type
+and seq (the list-based audit it replaced kept every event object). stream.py drives it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Requests and their answers, one event at a time: every llm.request answered once
 (llm.response or llm.error), every tool.invoke by one tool.result, by parent_id when the
 answer has one, else by call id, else in order. Only the requests not answered yet are kept
-(the exact way, fold.Exact, also keeps every answered request's id).
+(the exact way, after `Exact`, also keeps every answered request's id).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .model import Gap
 
 
 class Exact(Exception):
-    """What the streaming pass does not keep the state to answer (fold.Exact is this)."""
+    """What the one pass does not keep the state to answer: audit the exact way (fold.py)."""
 
 
 class _Ask:
