@@ -5,6 +5,7 @@ random; and its memory, which must not grow with the log."""
 
 from __future__ import annotations
 
+import gc
 import random
 import tracemalloc
 from pathlib import Path
@@ -229,6 +230,7 @@ def _peaks(*logs: Path) -> list[float]:
     tracemalloc.start()
     try:
         for log in logs:
+            gc.collect()  # another test's garbage is not this audit's
             tracemalloc.reset_peak()
             audit_log(log)
             peaks.append(tracemalloc.get_traced_memory()[1] / 1e6)
@@ -273,12 +275,12 @@ def _long(tmp_path: Path, n: int) -> list[dict[str, Any]]:
 
 def test_live_ids_are_kept_as_the_recent_ones(tmp_path: Path) -> None:
     """A live run's rising ids: the same report, and traced memory at 20k events within
-    1 MB of 2k's (every id kept as a string: ≈ 2 MB more)."""
+    2 MB of 2k's (every id kept as a string: ≈ 4.2 MB more)."""
     small = _write(tmp_path, _rechain(_live_ids(_long(tmp_path, 2_000)), renumber=False), "small")
     big = _write(tmp_path, _rechain(_live_ids(_long(tmp_path, 20_000)), renumber=False), "big")
     _same(small)
     peaks = _peaks(small, big)
-    assert peaks[1] - peaks[0] < 1.0, peaks
+    assert peaks[1] - peaks[0] < 2.0, peaks
 
 
 @pytest.mark.parametrize("where", ["old parent", "id not rising"])
