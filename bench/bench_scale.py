@@ -24,9 +24,14 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
   0, 1k and 10k sessions.
 - chain: `verify_log`, `replay --summary` (Runtime.verified_summary) and `audit_log`
   against an orjson + sha256 fold of the same lines (issue 24), per-round ratios and
-  peak traced memory at 10k / 100k / 1M events (audit only up to 100k: it keeps every entry).
+  peak traced memory at 10k / 100k / 1M events; the list-based audit it replaced (before)
+  only up to 100k: it keeps every entry; and the fold hashing each line's canonical
+  re-encoding (the least an exact reader does). `--arms` picks some.
 - rss: peak resident memory (`ru_maxrss`) of `agentos verify`, `agentos replay --summary` and
-  `agentos audit` at 10k / 100k / 1M events, each in a fresh interpreter.
+  `agentos audit` at 10k / 100k / 1M events, each in a fresh interpreter (`--before TREE`:
+  also the audit of that tree, up to 100k).
+- audit-live: `audit_log` on the same logs with a live run's ids (UUIDv7s, rising) against
+  the chain section's fold, per-round ratios and peak traced memory at 10k / 100k / 1M.
 - verify: `verify_log` (`agentos verify`: every line's envelope, place and chain) on a log
   of N events: throughput, and against the same orjson fold as replay's, interleaved.
 """
@@ -177,13 +182,28 @@ def bench_verify(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
     return rows
 
 
-def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> list[str]:
+def chain_fold(path: Path) -> None:
+    """The least a reader of a chained log does: each line parsed, and hashed after the
+    previous digest."""
+    import hashlib
+
+    import orjson
+
+    prev = b""
+    with path.open("rb") as f:
+        for line in f:
+            orjson.loads(line)
+            prev = hashlib.sha256(prev + line).hexdigest().encode()
+
+
+def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int, only: str = "") -> list[str]:
     """verify_log, `replay --summary` (what `agentos replay ID --summary` runs: the verify
     pass folding the bounded summary, Runtime.verified_summary) and audit_log against an
     orjson + sha256 fold of the same lines (each line parsed, and hashed after the previous
     digest), interleaved, in CPU time (the machine is shared); peak traced memory of each in
     a separate pass.
-    audit_log keeps every entry: only up to `audit_upto` events."""
+    "audit_log (before)" is the list-based audit it replaced (kept as the oracle in
+    tests/labs/audit_oracle): it keeps every entry, so only up to `audit_upto` events."""
     import hashlib
 
     import orjson
@@ -192,6 +212,9 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> li
     from agentos_kernel.labs.audit.log import audit_log
     from agentos_kernel.store.integrity import verify_log
 
+    sys.path.insert(0, str(REPO))
+    from tests.labs.audit_oracle import old_audit
+
     rt = Runtime.from_workspace(init_workspace(tmp / "chain"))
     rows = []
     for n in sizes:
@@ -199,11 +222,14 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> li
         os.sync()
 
         def fold(path: Path = path) -> None:
+            chain_fold(path)
+
+        def fold_canonical(path: Path = path) -> None:  # what an exact reader cannot skip
             prev = b""
             with path.open("rb") as f:
                 for line in f:
-                    orjson.loads(line)
-                    prev = hashlib.sha256(prev + line).hexdigest().encode()
+                    body = orjson.dumps(orjson.loads(line), option=orjson.OPT_SORT_KEYS)
+                    prev = hashlib.sha256(prev + body).hexdigest().encode()
 
         def replay_summary(sid: str = f"long{n}") -> None:  # what `agentos replay --summary` runs
             report, summary = rt.verified_summary(sid)
@@ -211,8 +237,12 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> li
 
         arms: dict[str, Callable[[], object]] = {"fold": fold, "verify_log": lambda p=path: verify_log(p),
                                                  "replay --summary": replay_summary}
+        arms["fold + canonical dumps"] = fold_canonical
+        arms["audit_log"] = lambda p=path: audit_log(p)
         if n <= audit_upto:
-            arms["audit_log"] = lambda p=path: audit_log(p)
+            arms["audit_log (before)"] = lambda p=path: old_audit(p)
+        if only:
+            arms = {k: v for k, v in arms.items() if k == "fold" or k in only.split(",")}
         times: dict[str, list[float]] = {k: [] for k in arms}
         for r in range(repeat):
             names = list(arms)
@@ -232,16 +262,64 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> li
     return rows
 
 
+def live_ids(log: Path) -> Path:
+    """A copy of `log` with a live run's ids (UUIDv7s, rising; parents renamed with them),
+    re-chained: `<log>.live`."""
+    import orjson
+
+    from agentos_kernel.clock import uuid7
+    from agentos_kernel.store.events import Event, canonical, chain_of
+
+    out, new, prev = log.with_suffix(".live"), {}, None
+    with log.open("rb") as src, out.open("wb") as dst:
+        for line in src:
+            o = orjson.loads(line)
+            new[o["id"]] = o["id"] = str(uuid7())
+            o["parent_id"] = new.get(o["parent_id"], o["parent_id"])
+            o.pop("chain")
+            o["chain"] = prev = chain_of(prev, Event(**o))
+            dst.write(canonical(o) + b"\n")
+    return out
+
+
+def bench_audit_live(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
+    """audit_log on a log with a live run's ids (UUIDv7, `live_ids`) against the chain
+    section's fold, interleaved, CPU time; peak traced memory in a separate pass."""
+    from agentos_kernel.labs.audit.log import audit_log
+
+    rows = []
+    for n in sizes:
+        base = write_long_session(tmp / "live", f"long{n}", n)
+        path = live_ids(base)
+        base.unlink()
+
+        times: dict[str, list[float]] = {"fold": [], "audit": []}
+        for r in range(repeat):
+            for name in (("fold", "audit") if r % 2 else ("audit", "fold")):
+                t = time.process_time()
+                chain_fold(path) if name == "fold" else audit_log(path)
+                times[name].append(time.process_time() - t)
+        ratios = [t / f for t, f in zip(times["audit"], times["fold"], strict=True)]
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        rows.append(f"| audit_log, live ids | {n:,} | {statistics.median(times['audit']):.2f} s | "
+                    f"{min(ratios):.2f}x / {statistics.median(ratios):.2f}x | "
+                    f"{peak_mb(lambda p=path: audit_log(p)):.2f} MB | {load} |")
+        path.unlink()
+    return rows
+
+
 RSS = ("import resource, sys\n"
        "from agentos_kernel.cli.main import main\n"
        "sys.stdout = open('/dev/null', 'w'); code = main(sys.argv[1:]); sys.stdout = sys.__stdout__\n"
        "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
 
 
-def bench_rss(tmp: Path, sizes: list[int]) -> list[str]:
+def bench_rss(tmp: Path, sizes: list[int], before: str | None = None) -> list[str]:
     """Peak resident memory (`ru_maxrss`, the whole process, the interpreter included) of
     `agentos verify ID`, `agentos replay ID --summary` and `agentos audit PATH`, each in a
-    fresh interpreter, on a session of N events in a workspace."""
+    fresh interpreter, on a session of N events in a workspace. `before`: a tree of the
+    package as it was (`git archive`), whose `agentos audit` runs too (up to 100k events:
+    it keeps every entry)."""
     import subprocess
 
     ws = init_workspace(tmp / "rss")
@@ -251,11 +329,13 @@ def bench_rss(tmp: Path, sizes: list[int]) -> list[str]:
         log = write_long_session(ws / "sessions", sid, n)
         for name, argv in (("agentos verify", ["--workspace", str(ws), "verify", sid]),
                            ("agentos replay --summary", ["--workspace", str(ws), "replay", sid, "--summary"]),
-                           ("agentos audit", ["audit", str(log)])):
-            if name == "agentos audit" and n > 100_000:
+                           ("agentos audit", ["audit", str(log)]),
+                           ("agentos audit (before)", ["audit", str(log)])):
+            if name == "agentos audit (before)" and (before is None or n > 100_000):
                 continue  # it keeps every entry: a million would take gigabytes
+            env = {**os.environ, "PYTHONPATH": before} if name.endswith("(before)") and before else None
             out = subprocess.run([sys.executable, "-c", RSS, *argv], capture_output=True, text=True,
-                                 cwd=tempfile.gettempdir())
+                                 cwd=tempfile.gettempdir(), env=env)
             code, kb = out.stdout.split()[-2:]
             rows.append(f"| {name} | {n:,} | {int(kb) / 1024:.0f} MB | exit {code} |")
         log.unlink()
@@ -388,8 +468,11 @@ SECTIONS: dict[str, Callable[[Path, argparse.Namespace], list[str]]] = {
     "sessions": lambda tmp, a: bench_sessions(tmp, 20 if a.quick else 100,
                                               (0, 1000) if a.quick else (0, 1000, 10_000)),
     "chain": lambda tmp, a: bench_chain(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
-                                        5, 100_000),
-    "rss": lambda tmp, a: bench_rss(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000]),
+                                        5, 100_000, a.arms),
+    "rss": lambda tmp, a: bench_rss(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
+                                    a.before),
+    "audit-live": lambda tmp, a: bench_audit_live(tmp, [10_000, 100_000] if a.quick
+                                                  else [10_000, 100_000, 1_000_000], 5),
     "verify": lambda tmp, a: bench_verify(tmp, [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000],
                                           5 if a.quick else 3),
 }
@@ -407,6 +490,8 @@ HEADERS = {
     "chain": "| reads the whole log | events | time (median) | vs the orjson + sha256 fold, per round "
              "(min / median) | peak traced | load average after |\n|---|---|---|---|---|---|",
     "rss": "| command (fresh interpreter) | events | peak resident (ru_maxrss) | |\n|---|---|---|---|",
+    "audit-live": "| reads the whole log | events | time (median) | vs the orjson + sha256 fold, per "
+                  "round (min / median) | peak traced | load average after |\n|---|---|---|---|---|---|",
     "verify": "| verify | events | time (median) | throughput | vs an orjson fold | goal |\n"
               "|---|---|---|---|---|---|",
 }
@@ -417,6 +502,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes, fewer runs")
     ap.add_argument("--only", default=",".join(SECTIONS),
                     help=f"comma-separated sections (default: all of {','.join(SECTIONS)})")
+    ap.add_argument("--before", metavar="TREE",
+                    help="rss: also run `agentos audit` from this tree of the package as it was "
+                         "(`git archive main agentos_kernel | tar -x -C TREE`), on PYTHONPATH")
+    ap.add_argument("--arms", default="",
+                    help="chain: only these arms, comma-separated (default: all), e.g. "
+                         "'audit_log,audit_log (before)'")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as d:
         for name in args.only.split(","):

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 
 from ..labs.audit.log import AuditReport, Gap, audit_lines, audit_log, find_logs
@@ -21,28 +22,33 @@ from ..store.events import check_session_id
 EXIT_CLEAN, EXIT_GAP, EXIT_BAD_PATH = 0, 1, 2
 
 
-def gap_table(gaps: Sequence[Gap], indent: str = "  ") -> list[str]:
-    """The gaps as aligned rows under a `check seq line what` header."""
-    rows = [("check", "seq", "line", "what")] + [
-        (g.check, "-" if g.seq is None else str(g.seq), "-" if g.line is None else str(g.line),
-         g.what) for g in gaps]
-    w0 = max(len(r[0]) for r in rows)
-    w1 = max(len(r[1]) for r in rows)
-    w2 = max(len(r[2]) for r in rows)
-    return [f"{indent}{c:<{w0}}  {s:>{w1}}  {n:>{w2}}  {w}" for c, s, n, w in rows]
+def gap_table(gaps: Sequence[Gap], indent: str = "  ") -> Iterator[str]:
+    """The gaps as aligned rows under a `check seq line what` header, one at a time (a long
+    log's table is printed, never held)."""
+    def cells(g: Gap) -> tuple[str, str, str, str]:
+        return (g.check, "-" if g.seq is None else str(g.seq), "-" if g.line is None else str(g.line),
+                g.what)
+
+    w0, w1, w2 = len("check"), len("seq"), len("line")
+    for g in gaps:
+        c, s, n, _ = cells(g)
+        w0, w1, w2 = max(w0, len(c)), max(w1, len(s)), max(w2, len(n))
+    yield f"{indent}{'check':<{w0}}  {'seq':>{w1}}  {'line':>{w2}}  what"
+    for g in gaps:
+        c, s, n, w = cells(g)
+        yield f"{indent}{c:<{w0}}  {s:>{w1}}  {n:>{w2}}  {w}"
 
 
-def report_lines(report: AuditReport) -> list[str]:
+def report_lines(report: AuditReport) -> Iterator[str]:
     """One log's verdict line, then its gap table and notes."""
     if report.ok:
-        head = f"{report.path}: {report.events} events, clean"
+        yield f"{report.path}: {report.events} events, clean"
     else:
-        head = f"{report.path}: {report.events} events, {len(report.gaps)} gap(s)"
-    lines = [head]
+        yield f"{report.path}: {report.events} events, {len(report.gaps)} gap(s)"
     if report.gaps:
-        lines += gap_table(report.gaps)
-    lines += [f"  note: {n}" for n in report.notes]
-    return lines
+        yield from gap_table(report.gaps)
+    for n in report.notes:
+        yield f"  note: {n}"
 
 
 def _store_reports(target: str) -> list[AuditReport]:
@@ -50,7 +56,7 @@ def _store_reports(target: str) -> list[AuditReport]:
     owner's sessions the role may read (`postgres:ENV/*`)."""
     from ..store.factory import pg_stores_of
 
-    reports = [audit_lines(store.lines(sid), str(store.path(sid)))
+    reports = [audit_lines(partial(store.lines, sid), str(store.path(sid)))  # read again if need be
                for store in pg_stores_of(target) for sid in store.sessions()]
     if not reports:
         raise FileNotFoundError(f"{target}: holds no session")
@@ -68,7 +74,7 @@ def _session_report(args: argparse.Namespace) -> AuditReport:
         raise FileNotFoundError(f"no session {sid!r} in {rt.store_name} and no such file or directory")
     log = rt.log_file(sid)
     if log is None:
-        return audit_lines(rt.store.lines(sid), str(rt.store.path(sid)))
+        return audit_lines(lambda: rt.store.lines(sid), str(rt.store.path(sid)))  # read again if need be
     return audit_log(log, root=log.parent)  # a log linked out of its session folder is not read
 
 
@@ -99,11 +105,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def _print(args: argparse.Namespace, reports: list[AuditReport]) -> int:
     bad = [r for r in reports if not r.ok]
     if args.json:
-        print(json.dumps({"ok": not bad, "logs": [r.to_dict() for r in reports]}, indent=2,
-                         ensure_ascii=False))
+        json.dump({"ok": not bad, "logs": [r.to_dict() for r in reports]}, sys.stdout, indent=2,
+                  ensure_ascii=False)  # written as encoded, not held as one string
+        print()
     else:
         for r in reports:
-            print("\n".join(report_lines(r)))
+            for line in report_lines(r):
+                print(line)
         if len(reports) > 1:
             print(f"\n{len(reports)} logs audited: {len(reports) - len(bad)} clean, "
                   f"{len(bad)} with gaps")

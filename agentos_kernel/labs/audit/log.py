@@ -12,19 +12,18 @@ What a log must show for each check is written down in docs/log-format.md ("Audi
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-import orjson
-
-from ...store.dupkeys import duplicate_key
-from ...store.events import LOG_NAME, Event, LogError, canonical
+from ...store.events import LOG_NAME
 from ...store.redaction import redact
-from . import checks as audit_checks
 from .model import Entry, Gap
+from .reading import read_line
+from .stream import audit_gaps
 
 
 @dataclass(frozen=True)
@@ -83,17 +82,16 @@ def find_logs(path: Path | str) -> list[Path]:
 
 
 def audit_log(path: Path | str, root: Path | str | None = None) -> AuditReport:
-    """Audit one log (a `.events.jsonl` file or a session directory). Bad content is a Gap;
-    only a missing path raises (FileNotFoundError). With `root` (the directory the log was
-    found in), a log that a symlink leads out of `root` is not read: that is its one gap."""
+    """Audit one log (a `.events.jsonl` file or a session directory) in one pass (fold.py).
+    Bad content is a Gap; only a missing path raises (FileNotFoundError). With `root` (the
+    directory the log was found in), a log that a symlink leads out of `root` is not read:
+    that is its one gap."""
     file = log_file(path)
     away = outside(file, root) if root is not None else None
     if away:
         return redacted(AuditReport(str(file), 0, (Gap("envelope", None, None, away),)))
-    entries, gaps = read_entries(file)
-    notes: list[str] = []
-    gaps += audit_checks.run_all(entries, notes)
-    return redacted(AuditReport(str(file), len(entries), tuple(gaps), tuple(notes)))
+    count, gaps, notes = audit_gaps(lambda: _file_lines(file), str(file))
+    return _redacted(str(file), count, gaps, notes)
 
 
 def redacted(report: AuditReport) -> AuditReport:
@@ -102,6 +100,13 @@ def redacted(report: AuditReport) -> AuditReport:
     return AuditReport(redact(report.path), report.events,
                        tuple(Gap(g.check, g.seq, g.line, redact(g.what)) for g in report.gaps),
                        tuple(redact(list(report.notes))))
+
+
+def _redacted(path: str, events: int, gaps: list[Gap], notes: list[str]) -> AuditReport:
+    """`redacted` of the report, each gap replaced in place (a long log's report is not held twice)."""
+    for i, g in enumerate(gaps):
+        gaps[i] = Gap(g.check, g.seq, g.line, redact(g.what))
+    return AuditReport(redact(path), events, tuple(gaps), tuple(redact(notes)))
 
 
 def outside(file: Path, root: Path | str) -> str | None:
@@ -114,81 +119,41 @@ def outside(file: Path, root: Path | str) -> str | None:
     return None
 
 
-def audit_lines(lines: Iterable[bytes], name: str) -> AuditReport:
+def audit_lines(lines: Iterable[bytes] | Callable[[], Iterable[bytes]], name: str) -> AuditReport:
     """`audit_log` of a log's lines from anywhere (a session in PostgreSQL: its stored lines);
-    `name` names the log in the report."""
-    entries, gaps = read_entries(name, lines)
-    notes: list[str] = []
-    gaps += audit_checks.run_all(entries, notes)
-    return redacted(AuditReport(name, len(entries), tuple(gaps), tuple(notes)))
+    `name` names the log in the report. Give a function that reads the lines afresh (or a
+    list) when the log may be long: a log with a gap the one pass cannot place is read again
+    (fold.py); lines given once as an iterator are kept in memory for that."""
+    if callable(lines):
+        again: Callable[[], Iterable[bytes]] = lines
+    else:
+        kept = lines if iter(lines) is not lines else list(lines)
+        again = lambda: kept  # noqa: E731
+    count, gaps, notes = audit_gaps(again, name)
+    return _redacted(name, count, gaps, notes)
 
 
 def read_entries(file: Path | str, lines: Iterable[bytes] | None = None) -> tuple[list[Entry], list[Gap]]:
     """The lines of `file` (or the given `lines` of the log `file` names) that are events
-    (with their line numbers), and an `envelope` gap for each line that is not."""
+    (with their line numbers), and an `envelope` gap for each line that is not: the whole
+    log in memory, for a conformance scenario's expectations (audit_log does not keep it)."""
     entries: list[Entry] = []
     gaps: list[Gap] = []
-    numbered = _lines(Path(file)) if lines is None else (
-        (n, line) for n, line in enumerate(lines, 1) if line.strip())
-    for n, line in numbered:
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            gaps.append(Gap("envelope", None, n, f"line {n} is not JSON ({exc}); every line must "
-                                                 "be one event object"))
-            continue
-        problem = envelope_problem(obj, f"line {n}")
-        try:
-            enc = canonical(obj)
-        except (TypeError, orjson.JSONEncodeError):  # orjson writes 254 levels, reads 1024
-            problem = problem or f"line {n}: nested over 254 levels deep: it has no canonical bytes"
-        if problem:
-            gaps.append(Gap("envelope", None, n, problem))
-            continue
-        if not (len(line) - len(enc) <= 1 and line.startswith(enc)) and (key := duplicate_key(line)):
-            # not our writer's bytes, and ambiguous: audited as orjson reads it (the last value)
-            gaps.append(Gap("envelope", None, n, f"line {n}: holds the key {key} twice in one object: "
-                                                 "readers that keep the first value read another event"))
-        entries.append(Entry(n, len(entries) + 1, obj))
+    with contextlib.ExitStack() as stack:
+        source = stack.enter_context(Path(file).open("rb")) if lines is None else lines
+        for n, line in enumerate(source, 1):
+            got = read_line(n, line, gaps)
+            if got is not None:
+                entries.append(Entry(n, len(entries) + 1, got[0]))
     if not entries and not gaps:
         gaps.append(Gap("envelope", None, None, f"{file} holds no event; a session log starts "
                                                 "with session.start"))
     return entries, gaps
 
 
-def _lines(file: Path) -> Iterator[tuple[int, bytes]]:
-    with file.open("rb") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                yield n, line
-
-
-def envelope_problem(obj: Any, where: str) -> str | None:
-    """Why `obj` is not an event_v1 envelope (the eight fields, optional seq and chain),
-    else None."""
-    try:
-        Event.from_dict(obj, where=where)
-    except LogError as exc:
-        return f"{exc}; an event has id, session_id, ts, type, actor, payload, schema_version, parent_id"
-    except TypeError as exc:  # a field of the wrong type reaching the dataclass
-        return f"{where}: {exc}"
-    if obj["schema_version"] != "v1":
-        return f"{where}: schema_version: is {obj['schema_version']!r}; the envelope is 'v1'"
-    for name in ("id", "session_id", "type", "actor"):  # another runtime's log may hold anything
-        if not isinstance(obj[name], str):
-            return f"{where}: {name}: must be a string, not {type(obj[name]).__name__}"
-    if obj["parent_id"] is not None and not isinstance(obj["parent_id"], str):
-        return f"{where}: parent_id: must be a string or null"
-    if not obj["id"] or not obj["type"]:
-        return f"{where}: {'id' if not obj['id'] else 'type'}: must not be empty"
-    seq = obj.get("seq")
-    if "seq" in obj and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 1):
-        return f"{where}: seq: must be an integer from 1"
-    chain = obj.get("chain")
-    if "chain" in obj and not (isinstance(chain, str) and len(chain) == 64
-                               and all(c in "0123456789abcdef" for c in chain)):
-        return f"{where}: chain: must be 64 lowercase hex digits (a sha256)"
-    return None
+def _file_lines(file: Path) -> BinaryIO:
+    """The open file: its lines, iterated without a generator in between (the caller closes it)."""
+    return file.open("rb")
 
 
 __all__ = ["AuditReport", "Gap", "audit_lines", "audit_log", "find_logs", "log_file", "read_entries"]

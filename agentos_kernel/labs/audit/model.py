@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a long log's report holds one per finding
 class Gap:
     """One thing the log is missing or gets wrong."""
 

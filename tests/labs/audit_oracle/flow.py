@@ -1,4 +1,6 @@
-"""Flow audit checks: what the spec's Audit Completeness asks of the events themselves.
+"""The oracle's flow audit checks (as before the streaming fold).
+
+What the spec's Audit Completeness asks of the events themselves.
 
 - every llm.request answered once (llm.response or llm.error), every tool.invoke by one
   tool.result: by parent_id when the answer has one, else by call id, else in order;
@@ -14,38 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...tools.dispatch import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
-from .model import Entry, Gap
-
-REQUIRED_TYPES = (
-    "session.start", "hook.fired", "skill.invoke", "agent.transition", "llm.request",
-    "llm.response", "tool.invoke", "tool.result", "worker.report", "skill.complete", "session.close",
+from agentos_kernel.labs.audit.flowfold import (  # the spec's tables, shared; the logic is not
+    DECISIONS,
+    FAILED_STATES,
+    GATED,
+    HANDOFFS,
+    L3_LOOP,
+    L8_REQUIRED,
+    PASS_ENDS,
+    REQUIRED_TYPES,
+    SERVED_REQUIRED,
+    SKILL_SCOPED,
 )
-"""The spec's list for one successful session."""
-SKILL_SCOPED = ("skill.invoke", "tool.invoke", "tool.result", "skill.complete")
-"""Types a session without a skill cannot have: tools are reachable only in a skill's scope."""
-L3_LOOP = ("skill.invoke", "agent.transition", "worker.report", "skill.complete")
-"""Types of the Plan-Work-Review loop, which an L8 cycle's phases replace."""
-L8_REQUIRED = ("workflow.started", "workflow.completed")
-SERVED_REQUIRED = ("session.start", "hook.fired", "session.close")
-DECISIONS = ("allow", "deny", "transform")
-FAILED_STATES = ("FAIL", "FAILED", "REWORK", "ESCALATED")
-PASS_ENDS = ("DONE", "ESCALATED", "FAILED")
-"""A pass's terminal states: the Stop hook decides whether a new pass starts (from INTAKE)."""
-HANDOFFS = ("lead.directive", "plan.created", "worker.report", "review.result",
-            "advisor.opinion", "scaffold.plan", "role.output")
-# A gating hook's deny must stop the step it gates: (gated event type, events that end the
-# search for it). None: the step may not happen anywhere later in the session.
-GATED: dict[str, tuple[str, tuple[str, ...] | None]] = {
-    "SessionStart": ("llm.request", None),
-    "UserPromptSubmit": ("llm.request", None),
-    "SkillStart": ("skill.invoke", None),
-    "WorkflowStart": ("workflow.started", None),
-    "PreToolUse": ("tool.invoke", ("llm.request", "llm.response", "session.close")),
-    "PhaseAdvance": ("workflow.phase_advanced", ("workflow.completed", "workflow.aborted",
-                                                 "session.close")),
-    "Stop": ("agent.transition", None),  # a deny ends the loop: no pass after it
-}
+from agentos_kernel.labs.audit.model import Entry, Gap
+from agentos_kernel.tools.dispatch import SERVED_ACTOR
 
 
 def _pairs(entries: list[Entry], ask: str, answers: tuple[str, ...], key: str, check: str,

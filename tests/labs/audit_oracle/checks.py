@@ -1,4 +1,7 @@
-"""Log-level audit checks: seq, ids, parents, the hash chain, start and close.
+"""The audit as it was before the streaming fold (kept only here, as the oracle the fold is
+compared with in tests/labs/test_audit_fold.py).
+
+Log-level audit checks: seq, ids, parents, the hash chain, start and close.
 
 Each check takes the events read from one log (in file order) and returns its gaps; the
 flow checks (pairs, transitions, hooks, schema violations, required types) are in
@@ -10,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...store.events import Event, chain_of
+from agentos_kernel.labs.audit.model import Entry, Gap
+from agentos_kernel.store.events import Event, chain_of
+
 from . import flow as audit_flow
-from .model import Entry, Gap
 
 Check = Callable[[list[Entry]], list[Gap]]
 

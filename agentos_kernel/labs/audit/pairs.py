@@ -1,0 +1,124 @@
+"""Requests and their answers, one event at a time: every llm.request answered once
+(llm.response or llm.error), every tool.invoke by one tool.result, by parent_id when the
+answer has one, else by call id, else in order. Only the requests not answered yet are kept
+(the exact way, after `Exact`, also keeps every answered request's id).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ids import FullIds
+from .model import Gap
+
+
+class Exact(Exception):
+    """What the one pass does not keep the state to answer: audit the exact way (fold.py)."""
+
+
+class _Ask:
+    """An open request."""
+
+    __slots__ = ("id", "line", "payload", "seq", "type")
+
+    def __init__(self, eid: str, seq: int, line: int, typ: str, payload: dict[str, Any]) -> None:
+        self.id, self.seq, self.line, self.type, self.payload = eid, seq, line, typ, payload
+
+    def name(self) -> str:
+        return f"{self.type} (seq {self.seq})"
+
+
+class Pairs:
+    """One request type and its answers: the open requests, and the gaps so far."""
+
+    def __init__(self, ask: str, answers: tuple[str, ...], key: str, check: str, fix: str,
+                 full: FullIds | None) -> None:
+        self.ask, self.answers, self.key, self.check, self.fix = ask, answers, key, check, fix
+        self.full = full
+        self.open: dict[int, _Ask] = {}  # position -> request, in log order
+        self.open_ids: dict[str, int] = {}  # the streaming pass: id -> position (ids are unique)
+        self.answered: dict[str, str] = {}  # the exact way: request id -> its first answer's name
+        self.gaps: list[Gap] = []
+
+    def request(self, eid: str, seq: int, n: int, pos: int, p: dict[str, Any]) -> None:
+        self.open[pos] = _Ask(eid, seq, n, self.ask, p)
+        if self.full is None:
+            self.open_ids[eid] = pos
+
+    def answer(self, typ: str, pid: str | None, p: dict[str, Any], seq: int, n: int) -> None:
+        full, key, ask = self.full, self.key, self.ask
+        name = f"{typ} (seq {seq})"
+        if pid is not None:
+            if full is None:
+                tpos = self.open_ids.get(pid)
+                if tpos is None:  # answers something not open: only a log with a gap does
+                    raise Exact
+                self._close(tpos, self.open[tpos], name, p, typ, seq, n)
+                return
+            s = full.last.get(pid)
+            if s is None:
+                return  # check_parents names the dangling parent_id
+            if s.type != ask:
+                self.gaps.append(Gap(self.check, seq, n, f"{typ} answers {s.name()}, which is not a "
+                                                         f"{ask}; its parent_id must be the {ask}'s id"))
+                return
+            if self._twice(pid, s.name(), seq, n):
+                return
+            self.answered[pid] = name
+            self.open.pop(s.pos, None)
+            self._compare(p, s.keys[0 if key == "call_id" else 1], s.name(), typ, seq, n)
+            return
+        tpos = self._match(p)
+        if tpos is None:
+            self.gaps.append(Gap(self.check, seq, n, f"{typ} answers no {ask}: there is no unanswered "
+                                                     f"{ask} before it; {self.fix}"))
+            return
+        target = self.open[tpos]
+        if full is not None and self._twice(target.id, target.name(), seq, n):
+            return
+        self._close(tpos, target, name, p, typ, seq, n)
+
+    def _close(self, tpos: int, target: _Ask, name: str, p: dict[str, Any], typ: str, seq: int,
+               n: int) -> None:
+        if self.full is None:
+            del self.open_ids[target.id]
+        else:
+            self.answered[target.id] = name
+        del self.open[tpos]
+        self._compare(p, target.payload.get(self.key), target.name(), typ, seq, n)
+
+    def _twice(self, tid: str, tname: str, seq: int, n: int) -> bool:
+        first = self.answered.get(tid)
+        if first is not None:
+            self.gaps.append(Gap(self.check, seq, n, f"{tname} is answered twice (first by {first}); "
+                                                     f"one {self.ask}, one answer"))
+        return first is not None
+
+    def _compare(self, p: dict[str, Any], theirs: Any, tname: str, typ: str, seq: int, n: int) -> None:
+        mine = p.get(self.key)
+        if mine is not None and theirs is not None and mine != theirs:
+            self.gaps.append(Gap(self.check, seq, n, f"{typ} has {self.key} {mine!r} but answers "
+                                                     f"{tname} with {self.key} {theirs!r}"))
+
+    def _match(self, p: dict[str, Any]) -> int | None:
+        """Without parent_id: the open request with the same call id, else with the same tool
+        name, else the latest open one (a sequential runtime answers a call before it makes
+        the next, so an unanswered call is then named, not the one after it)."""
+        for field in (self.key, "name"):
+            value = p.get(field)
+            if value is not None:
+                same = [k for k, r in self.open.items() if r.payload.get(field) == value]
+                if same:
+                    return same[-1]
+        return next(reversed(self.open)) if self.open else None
+
+    def finish(self) -> list[Gap]:
+        """The gaps, then one for each request never answered."""
+        for r in self.open.values():
+            if r.id in self.answered:
+                continue
+            what = r.payload.get("name") or r.payload.get("role") or ""
+            asked = f"{r.type}{f' {what}' if what else ''}"
+            self.gaps.append(Gap(self.check, r.seq, r.line, f"{asked} has no "
+                                                            f"{' or '.join(self.answers)}; {self.fix}"))
+        return self.gaps
