@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import CounterIds, LogicalClock, RandomIds, SystemClock
 from .events import Event, LogError, ends_complete
-from .integrity import VerifyReport, verify_session
+from .integrity import VerifyReport, verify_log, verify_session
 from .jsonl import JsonlEventStore
 from .recorder import SessionLog
 from .replay.fold import Snapshot, replay_path
@@ -82,7 +82,10 @@ class SessionReading:
         --summary`): the report, and the summary when the log verifies and folds; None when
         it does not (then `replay_summary` reads it again: its result or error as before)."""
         fold = _BoundedFold(recent)
-        report = verify_session(self.store, session_id, each=fold.take)
+        if isinstance(self.store, JsonlEventStore):  # the file itself, read as verify_log reads it
+            report = verify_log(self.store._log(session_id), each=fold.take)
+        else:
+            report = verify_session(self.store, session_id, each=fold.take)
         return report, fold.summary() if report.ok and not fold.failed else None
 
     def log_file(self, session_id: str) -> Path | None:

@@ -39,7 +39,7 @@ _BUILD = {"tools_invoked": tool_item, "hook_decisions": hook_item, "schema_viola
           "errors": error_item}
 _NOT_A_STRING = "(not a string)"
 _LISTED = {"hook.fired": "hook_decisions", "tool.invoke": "tools_invoked"}
-_TALLIED = {"hook.fired": ("hook_decisions", "decision"), "tool.invoke": ("tools_invoked", "name")}
+_OWN = {"llm.response": _Fold.response, "agent.transition": _Fold.transition}
 _COUNTED = frozenset(t.decode() for t in _COUNTED_ONLY)
 """Types the fold only counts (fold._COUNTED_ONLY, as str)."""
 _AFTER = frozenset({"schema.violation", "domain.error", "worker.report", "workflow.started",
@@ -128,17 +128,21 @@ class _BoundedFold(_Fold):
             return
         # Hook decisions and tool calls are most of a long log: their payload is kept as is
         # among the recent ones (the v1 item is built from it by `summary`), never copied.
-        d, p = self.d, payload if type(payload) is dict else {}
+        d = self.d
         d["events"] += 1
         d["last_event_id"] = eid
         if not d["session_id"]:
             d["session_id"] = session_id
+        self._tally(key, payload)
+
+    def _tally(self, key: str, payload: Any) -> None:
+        p = payload if type(payload) is dict else {}
         name = p.get("decision") if key == "hook_decisions" else p.get("name")
         if type(name) is not str:
             name = _NOT_A_STRING
         tally = self.tallies[key]
         tally[name] = tally.get(name, 0) + 1
-        d[key].append(p)
+        self.d[key].append(p)
 
     def take(self, e: dict[str, Any]) -> None:
         """Fold one event dict of a log that verified (`Runtime.verified_summary`), doing only
@@ -151,7 +155,16 @@ class _BoundedFold(_Fold):
         if t in _COUNTED:
             self.counted += 1
             return
-        listed = _TALLIED.get(t)
+        own = _OWN.get(t)
+        if own is not None:  # llm.response, agent.transition: their step alone
+            p = e["payload"]
+            try:
+                own(self, e["actor"], p if type(p) is dict else {})
+            except WRONG_TYPES:
+                self.failed = True
+            self.counted += 1
+            return
+        listed = _LISTED.get(t)
         if listed is None:
             try:  # what `fold` does for a type it does not bound, without its own dispatch
                 step = _BoundedFold.fold if t in _AFTER else _Fold.fold
@@ -160,16 +173,7 @@ class _BoundedFold(_Fold):
                 self.failed = True
             return
         self.counted += 1
-        key, field = listed
-        p = e["payload"]
-        if type(p) is not dict:
-            p = {}
-        name = p.get(field)
-        if type(name) is not str:
-            name = _NOT_A_STRING
-        tally = self.tallies[key]
-        tally[name] = tally.get(name, 0) + 1
-        self.d[key].append(p)
+        self._tally(listed, e["payload"])
 
     def hook_line(self, decision: str, line: bytes) -> bool:
         # Kept as bytes among the recent ones; only the last `recent` are ever parsed.
