@@ -25,7 +25,7 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
 - chain: `verify_log`, `replay --summary` (Runtime.verified_summary) and `audit_log`
   against an orjson + sha256 fold of the same lines (issue 24), per-round ratios and
   peak traced memory at 10k / 100k / 1M events (audit only up to 100k: it keeps every entry).
-- rss: peak resident memory (`ru_maxrss`) of `agentos verify`, `agentos replay --summary` and
+- rss: peak resident memory (VmHWM) of `agentos verify`, `agentos replay --summary` and
   `agentos audit` at 10k / 100k / 1M events, each in a fresh interpreter.
 - verify: `verify_log` (`agentos verify`: every line's envelope, place and chain) on a log
   of N events: throughput, and against the same orjson fold as replay's, interleaved.
@@ -232,14 +232,18 @@ def bench_chain(tmp: Path, sizes: list[int], repeat: int, audit_upto: int) -> li
     return rows
 
 
-RSS = ("import resource, sys\n"
+RSS = ("import sys\n"
        "from agentos_kernel.cli.main import main\n"
        "sys.stdout = open('/dev/null', 'w'); code = main(sys.argv[1:]); sys.stdout = sys.__stdout__\n"
-       "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+       "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]\n"
+       "print(code, hwm)")
+# The peak resident size of this process's own memory (VmHWM, kB). Not `ru_maxrss`: Linux
+# carries a process's maxrss across fork and exec, so a child of a parent that grew (this
+# script after the chain section: 550 MB) reported the parent's size, whatever it did.
 
 
 def bench_rss(tmp: Path, sizes: list[int]) -> list[str]:
-    """Peak resident memory (`ru_maxrss`, the whole process, the interpreter included) of
+    """Peak resident memory (VmHWM, the whole process, the interpreter included) of
     `agentos verify ID`, `agentos replay ID --summary` and `agentos audit PATH`, each in a
     fresh interpreter, on a session of N events in a workspace."""
     import subprocess
@@ -406,7 +410,7 @@ HEADERS = {
     "sessions": "| new session in a workspace of | median | vs empty (goal: 1.0x) |\n|---|---|---|",
     "chain": "| reads the whole log | events | time (median) | vs the orjson + sha256 fold, per round "
              "(min / median) | peak traced | load average after |\n|---|---|---|---|---|---|",
-    "rss": "| command (fresh interpreter) | events | peak resident (ru_maxrss) | |\n|---|---|---|---|",
+    "rss": "| command (fresh interpreter) | events | peak resident (VmHWM) | |\n|---|---|---|---|",
     "verify": "| verify | events | time (median) | throughput | vs an orjson fold | goal |\n"
               "|---|---|---|---|---|---|",
 }
