@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 from agentos_kernel.kernel import Runtime
 from agentos_kernel.store.events import canonical
 from agentos_kernel.store.integrity import verify_lines
+from agentos_kernel.testing import write_long_session
 
 from .helpers import Run
-from .test_verify import Lines
+from .test_verify import Lines, edited, rechain
 from .test_verify_bounded import _general, _rising, _with_ids
 
 
@@ -164,3 +165,25 @@ def test_a_log_that_verifies_gets_the_summarys_own_summary(
         assert summary is not None and summary == rt.replay_summary(canonical_run.session_id)
     else:
         assert summary is None
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_the_writers_ids_of_any_width_across_thousands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        width: int) -> None:
+    # Scan.run makes the writer's id of seq s as a start shared by a thousand seqs plus its last
+    # three digits (integrity_seen.thousand_ids); below 1000 at 1 or 2 digits, whole.
+    lines = write_long_session(tmp_path, "w", 2100).read_bytes().splitlines(keepends=True)
+    data = _with_ids(lines, [f"e{k:0{width}d}" for k in range(1, len(lines) + 1)])
+    report = verify_lines(data, Path("x.jsonl")).to_dict()
+    assert report["ok"] and report == _general(monkeypatch, data)
+    # Line `at` carries the id of line `of`: a copy (a stale start of a thousand would take it).
+    for at, of in ((10, 9), (100, 99), (1000, 999), (1002, 1001), (2000, 1000), (2001, 1001), (2050, 2049)):
+        copy = rechain(edited(data, at - 1, id=f"e{of:0{width}d}"), at - 1)
+        found = verify_lines(copy, Path("x.jsonl")).to_dict()
+        assert found == _general(monkeypatch, copy)
+        assert (found["findings"][0]["kind"], found["findings"][0]["line"]) == ("duplicated", at)
+        assert f"first written at line {of}" in found["findings"][0]["message"]
+    # An id that is only the writer's digits ("005", not "e5"/"e005") is kept, and its copy found.
+    other = rechain(edited(edited(data, 4, id="005"), 6, id="005"), 4)
+    found = verify_lines(other, Path("x.jsonl")).to_dict()
+    assert found == _general(monkeypatch, other) and found["findings"][0]["line"] == 7

@@ -2,12 +2,13 @@
 a log (envelope, key held twice, folder, place, chain, close), in the order docs/log-format.md
 gives, and the Finding each names. One pass, streaming, in bounded state for a log our writer
 wrote (what was seen: integrity_seen.py); a line that is the next canonical link of the chain
-is checked by `Scan.fast` without building an Event (docs/reliability.md "What verify
+is checked by `Scan.run` without building an Event (docs/reliability.md "What verify
 checks, and how")."""
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +17,10 @@ from typing import Any
 import orjson
 
 from .dupkeys import duplicate_key
-from .events import FIELD_NAMES, Event, LogError, canonical, chain_of
-from .integrity_seen import Seen, id_form
+from .events import Event, LogError, canonical, chain_of
+from .integrity_seen import _LAST3, Seen, id_form, missing, thousand_ids
 
-_SORT = orjson.OPT_SORT_KEYS
 _CANONICAL_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-_FIELDS = frozenset(FIELD_NAMES)
 
 
 @dataclass(frozen=True)
@@ -100,19 +99,24 @@ class Scan(Seen):
         loads, dumps, sha = orjson.loads, orjson.dumps, hashlib.sha256
         want, link, eid, sid = self.prev_seq + 1, self.prev_link, self.next_id, self.session_id
         prefix, fmt = self.id_form or ("", "")
-        # The writer's id of a seq, as one %-format (the prefix's own % signs escaped).
+        # The writer's id of a seq: `pct % seq` (the prefix's % signs escaped), made as `hi +
+        # low[seq % 1000]` for the seqs below `nxt` (thousand_ids: a concatenation, no format).
         pct = None if eid is True else prefix.replace("%", "%%") + "%" + fmt
-        ids, closed, events, used, first = self.ids, self.closed_at, self.events, 0, want
+        hi, low, nxt = "", _LAST3, sys.maxsize if pct is None else 0
+        ids, closed, events, used, first, each = self.ids, self.closed_at, self.events, 0, want, self.each
         anchor = self.anchor or ""  # never a chain: a str compared with a str, not with None
-        each = self.each
         chain: Any = None
         top: Any = self.top
         stop = None
         for n, raw in lines:
             try:  # the ten fields, no other key; the expected seq and id; the session's id
                 obj = loads(raw)
-                if (len(obj) != 10 or (q := obj["seq"]) != want or type(q) is not int
-                        or ((i := obj["id"]) != (e := pct % q) or (ids and e in ids)
+                if len(obj) != 10 or (q := obj["seq"]) != want or type(q) is not int:
+                    stop = n, raw
+                    break
+                if q >= nxt and pct is not None:
+                    hi, low, nxt = thousand_ids(pct, int(fmt[1:-1]), q)
+                if (((i := obj["id"]) != (e := hi + low[q % 1000]) or (ids and e in ids)
                             if pct is not None else (type(i := obj["id"]) is not str or i <= top))
                         or obj["session_id"] != sid
                         or not (type(obj["actor"]) is type(obj["ts"]) is type(t := obj["type"]) is str)
@@ -237,7 +241,7 @@ class Scan(Seen):
                                                 "lines were moved")
         if seq > want:
             self.gap = (n, want, seq)
-            return Finding("removed", n, want, _missing(n, want, seq))
+            return Finding("removed", n, want, missing(n, want, seq))
         return None
 
     def _after_problem(self, n: int, obj: Any) -> None:
@@ -291,9 +295,3 @@ class Scan(Seen):
 def _seq(obj: Any) -> int | None:
     seq = obj.get("seq") if isinstance(obj, dict) else None
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
-
-
-def _missing(n: int, want: int, found: int) -> str:
-    which = f"seq {want}" if found == want + 1 else f"seqs {want}..{found - 1}"
-    return (f"{which} missing before line {n} (which holds seq {found}): "
-            f"{'an event was' if found == want + 1 else 'events were'} removed")
