@@ -27,7 +27,7 @@ import times, which need a fresh interpreter each (subprocesses, interleaved).
   peak traced memory at 10k / 100k / 1M events; the list-based audit it replaced (before)
   only up to 100k: it keeps every entry; and the fold hashing each line's canonical
   re-encoding (the least an exact reader does). `--arms` picks some.
-- rss: peak resident memory (`ru_maxrss`) of `agentos verify`, `agentos replay --summary` and
+- rss: peak resident memory (VmHWM) of `agentos verify`, `agentos replay --summary` and
   `agentos audit` at 10k / 100k / 1M events, each in a fresh interpreter (`--before TREE`:
   also the audit of that tree, up to 100k).
 - audit-live: `audit_log` on the same logs with a live run's ids (UUIDv7s, rising) against
@@ -308,14 +308,18 @@ def bench_audit_live(tmp: Path, sizes: list[int], repeat: int) -> list[str]:
     return rows
 
 
-RSS = ("import resource, sys\n"
+RSS = ("import sys\n"
        "from agentos_kernel.cli.main import main\n"
        "sys.stdout = open('/dev/null', 'w'); code = main(sys.argv[1:]); sys.stdout = sys.__stdout__\n"
-       "print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+       "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]\n"
+       "print(code, hwm)")
+# The peak resident size of this process's own memory (VmHWM, kB). Not `ru_maxrss`: Linux
+# carries a process's maxrss across fork and exec, so a child of a parent that grew (this
+# script after the chain section: 550 MB) reported the parent's size, whatever it did.
 
 
 def bench_rss(tmp: Path, sizes: list[int], before: str | None = None) -> list[str]:
-    """Peak resident memory (`ru_maxrss`, the whole process, the interpreter included) of
+    """Peak resident memory (VmHWM, the whole process, the interpreter included) of
     `agentos verify ID`, `agentos replay ID --summary` and `agentos audit PATH`, each in a
     fresh interpreter, on a session of N events in a workspace. `before`: a tree of the
     package as it was (`git archive`), whose `agentos audit` runs too (up to 100k events:
@@ -489,7 +493,7 @@ HEADERS = {
     "sessions": "| new session in a workspace of | median | vs empty (goal: 1.0x) |\n|---|---|---|",
     "chain": "| reads the whole log | events | time (median) | vs the orjson + sha256 fold, per round "
              "(min / median) | peak traced | load average after |\n|---|---|---|---|---|---|",
-    "rss": "| command (fresh interpreter) | events | peak resident (ru_maxrss) | |\n|---|---|---|---|",
+    "rss": "| command (fresh interpreter) | events | peak resident (VmHWM) | |\n|---|---|---|---|",
     "audit-live": "| reads the whole log | events | time (median) | vs the orjson + sha256 fold, per "
                   "round (min / median) | peak traced | load average after |\n|---|---|---|---|---|---|",
     "verify": "| verify | events | time (median) | throughput | vs an orjson fold | goal |\n"

@@ -2,12 +2,13 @@
 a log (envelope, key held twice, folder, place, chain, close), in the order docs/log-format.md
 gives, and the Finding each names. One pass, streaming, in bounded state for a log our writer
 wrote (what was seen: integrity_seen.py); a line that is the next canonical link of the chain
-is checked by `Scan.fast` without building an Event (docs/reliability.md "What verify
+is checked by `Scan.run` without building an Event (docs/reliability.md "What verify
 checks, and how")."""
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +17,10 @@ from typing import Any
 import orjson
 
 from .dupkeys import duplicate_key
-from .events import FIELD_NAMES, Event, LogError, canonical, chain_of
-from .integrity_seen import Seen, id_form
+from .events import Event, LogError, canonical, chain_of
+from .integrity_seen import _LAST3, Seen, id_form, missing, thousand_ids
 
-_SORT = orjson.OPT_SORT_KEYS
-_FIELDS = frozenset(FIELD_NAMES)
+_CANONICAL_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
 @dataclass(frozen=True)
@@ -97,48 +97,56 @@ class Scan(Seen):
         it does not take (None at the end), to be checked the general way (`line`), and the
         bytes taken. What it takes, the general way would take too (test_verify_bounded.py)."""
         loads, dumps, sha = orjson.loads, orjson.dumps, hashlib.sha256
-        seq, link, eid, sid = self.prev_seq, self.prev_link, self.next_id, self.session_id
+        want, link, eid, sid = self.prev_seq + 1, self.prev_link, self.next_id, self.session_id
         prefix, fmt = self.id_form or ("", "")
-        ids, anchor, closed, events, used = self.ids, self.anchor, self.closed_at, self.events, 0
-        each = self.each
+        # The writer's id of a seq: `pct % seq` (the prefix's % signs escaped), made as `hi +
+        # low[seq % 1000]` for the seqs below `nxt` (thousand_ids: a concatenation, no format).
+        pct = None if eid is True else prefix.replace("%", "%%") + "%" + fmt
+        hi, low, nxt = "", _LAST3, sys.maxsize if pct is None else 0
+        ids, closed, events, used, first, each = self.ids, self.closed_at, self.events, 0, want, self.each
+        anchor = self.anchor or ""  # never a chain: a str compared with a str, not with None
         chain: Any = None
         top: Any = self.top
-        stop, last = None, self.prev_chain
+        stop = None
         for n, raw in lines:
-            try:  # the ten fields, no other key
+            try:  # the ten fields, no other key; the expected seq and id; the session's id
                 obj = loads(raw)
-                if (obj.keys() != _FIELDS or (i := obj["id"]) is None or (i != eid if eid is not True else (
-                        type(i) is not str or i <= top)) or type(q := obj["seq"]) is not int
-                        or q != seq + 1 or obj["session_id"] != sid or type(t := obj["type"]) is not str
-                        or type(obj["ts"]) is not str or type(obj["actor"]) is not str
-                        or (closed is not None and t != "event.amended")):
+                if len(obj) != 10 or (q := obj["seq"]) != want or type(q) is not int:
                     stop = n, raw
                     break
-                enc = dumps(obj, option=_SORT)
-            except (orjson.JSONDecodeError, orjson.JSONEncodeError, AttributeError, TypeError):
-                stop = n, raw
-                break
-            # The chain is a str when it equals the digest's.
-            if (len(raw) != len(enc) + 1 or raw[-1] != 0x0A or not raw.startswith(enc)
-                    or (at := enc.find(b',"chain":"')) <= 0
-                    or sha(link + enc[:at] + enc[at + 75:]).hexdigest() != (chain := obj["chain"])):
+                if q >= nxt and pct is not None:
+                    hi, low, nxt = thousand_ids(pct, int(fmt[1:-1]), q)
+                if (((i := obj["id"]) != (e := hi + low[q % 1000]) or (ids and e in ids)
+                            if pct is not None else (type(i := obj["id"]) is not str or i <= top))
+                        or obj["session_id"] != sid
+                        or not (type(obj["actor"]) is type(obj["ts"]) is type(t := obj["type"]) is str)
+                        or "parent_id" not in obj or "payload" not in obj or "schema_version" not in obj
+                        or (closed is not None and t != "event.amended")
+                        # Its bytes are the canonical encoding of what was read, a newline after,
+                        # and its chain the digest of those bytes with the chain cut out.
+                        or dumps(obj, option=_CANONICAL_LINE) != raw
+                        or (at := raw.find(b',"chain":"')) <= 0
+                        or sha(link + raw[:at] + raw[at + 75:-1]).hexdigest() != (chain := obj["chain"])):
+                    stop = n, raw
+                    break
+            except (orjson.JSONDecodeError, orjson.JSONEncodeError, KeyError, TypeError):
                 stop = n, raw
                 break
             if each is not None:
                 each(obj)
-            seq, events, used, link, last = seq + 1, events + 1, used + len(raw), chain.encode(), chain
-            if eid is True:
+            want = q + 1
+            used += len(raw)
+            link = chain.encode()
+            if pct is None:
                 top = i
-            else:
-                eid = prefix + format(seq + 1, fmt)
-                if eid in ids:  # an id of that form kept: the general way finds the copy
-                    eid = None
             if chain == anchor:
-                self.anchored_at = events
+                self.anchored_at = events + want - first
             if t == "session.close" and closed is None:
                 closed = n
-        self.prev_seq, self.prev_link, self.next_id, self.prev_chain, self.top = seq, link, eid, last, top
-        self.closed_at, self.events = closed, events
+        last = link.decode() if want != first else self.prev_chain  # the last chain taken
+        self.prev_seq, self.prev_link, self.prev_chain, self.top = want - 1, link, last, top
+        self.closed_at, self.events = closed, events + want - first
+        self.next_id = self._next_id()
         return stop, used
 
     def _next_id(self) -> str | bool | None:
@@ -233,7 +241,7 @@ class Scan(Seen):
                                                 "lines were moved")
         if seq > want:
             self.gap = (n, want, seq)
-            return Finding("removed", n, want, _missing(n, want, seq))
+            return Finding("removed", n, want, missing(n, want, seq))
         return None
 
     def _after_problem(self, n: int, obj: Any) -> None:
@@ -287,9 +295,3 @@ class Scan(Seen):
 def _seq(obj: Any) -> int | None:
     seq = obj.get("seq") if isinstance(obj, dict) else None
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
-
-
-def _missing(n: int, want: int, found: int) -> str:
-    which = f"seq {want}" if found == want + 1 else f"seqs {want}..{found - 1}"
-    return (f"{which} missing before line {n} (which holds seq {found}): "
-            f"{'an event was' if found == want + 1 else 'events were'} removed")

@@ -98,3 +98,25 @@ def id_form(eid: str, seq: int | None) -> tuple[str, str] | None:
     if m is None or seq is None or not m[2].isascii() or int(m[2]) != seq:
         return None
     return m[1], f"0{len(m[2])}d"
+
+
+_LAST3 = [f"{k:03d}" for k in range(1000)]
+
+
+def thousand_ids(pct: str, width: int, seq: int) -> tuple[str, list[str], int]:
+    """The writer's ids (`pct % seq`, pct a prefix and `%0<width>d`) of the thousand seqs from
+    `seq` to the next multiple of 1000 as (hi, low, end): the id of each is `hi + low[s % 1000]`
+    (Scan.run: a concatenation instead of a format). From 1000 on, or with 3 digits or more,
+    the ids of a thousand differ in their last three digits only; below, at 1 or 2 digits,
+    `low` holds the whole ids."""
+    end = seq - seq % 1000 + 1000
+    if seq >= 1000 or width >= 3:
+        return (pct % seq)[:-3], _LAST3, end
+    return "", [pct % k for k in range(1000)], end
+
+
+def missing(n: int, want: int, found: int) -> str:
+    """The message of a gap: seq `want` expected at line `n`, seq `found` there."""
+    which = f"seq {want}" if found == want + 1 else f"seqs {want}..{found - 1}"
+    return (f"{which} missing before line {n} (which holds seq {found}): "
+            f"{'an event was' if found == want + 1 else 'events were'} removed")

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import CounterIds, LogicalClock, RandomIds, SystemClock
 from .events import Event, LogError, ends_complete
-from .integrity import VerifyReport, verify_session
+from .integrity import VerifyReport, verify_log, verify_session
 from .jsonl import JsonlEventStore
 from .recorder import SessionLog
-from .replay.fold import WRONG_TYPES, Snapshot, replay_path
+from .replay.fold import Snapshot, replay_path
 from .replay.fold import replay as replay_events
 from .replay.summary import RECENT, SnapshotSummary, _BoundedFold, summarize, summarize_path
 
@@ -82,17 +82,11 @@ class SessionReading:
         --summary`): the report, and the summary when the log verifies and folds; None when
         it does not (then `replay_summary` reads it again: its result or error as before)."""
         fold = _BoundedFold(recent)
-        failed: list[Exception] = []
-
-        def each(e: dict[str, Any]) -> None:
-            if not failed:
-                try:
-                    fold.fold(e["id"], e["session_id"], e["type"], e["actor"], e["payload"])
-                except WRONG_TYPES as exc:  # the summary's own pass names it
-                    failed.append(exc)
-
-        report = verify_session(self.store, session_id, each=each)
-        return report, fold.summary() if report.ok and not failed else None
+        if isinstance(self.store, JsonlEventStore):  # the file itself, read as verify_log reads it
+            report = verify_log(self.store._log(session_id), each=fold.take)
+        else:
+            report = verify_session(self.store, session_id, each=fold.take)
+        return report, fold.summary() if report.ok and not fold.failed else None
 
     def log_file(self, session_id: str) -> Path | None:
         """The session's `.events.jsonl` when this runtime stores JSONL, else None (its

@@ -111,18 +111,11 @@ class _Fold:
         d["last_event_id"] = eid
         d["session_id"] = d["session_id"] or session_id
         if t == "llm.response":
-            usage = p.get("usage", {})
-            d["cost"]["input_tokens"] += int(usage.get("input_tokens", 0))
-            d["cost"]["output_tokens"] += int(usage.get("output_tokens", 0))
-            d["cost"]["cost_usd"] = round(d["cost"]["cost_usd"] + float(usage.get("cost_usd", 0)), 8)
-            d["llm_calls"] += 1
+            self.response(actor, p)
         elif t == "tool.invoke":
             d["tools_invoked"].append(tool_item(p))
         elif t == "agent.transition":
-            d["state"] = p.get("to")
-            d["roles"][actor] = p.get("to")
-            if p.get("to") == "REWORK":
-                d["rework_count"] += 1
+            self.transition(actor, p)
         elif t == "worker.report":
             d["output"] = p.get("output")
             self.reports[eid] = None
@@ -147,6 +140,24 @@ class _Fold:
             d["close_reason"] = p.get("reason")
         elif t.startswith("workflow."):
             self._workflow(t, p)
+
+    def response(self, actor: str, p: dict[str, Any]) -> None:
+        """An llm.response's usage and cost (the two most frequent types have a method of
+        their own: summary._BoundedFold.take calls them without `fold`'s dispatch)."""
+        d, cost = self.d, self.d["cost"]
+        usage = p.get("usage", {})
+        cost["input_tokens"] += int(usage.get("input_tokens", 0))
+        cost["output_tokens"] += int(usage.get("output_tokens", 0))
+        cost["cost_usd"] = round(cost["cost_usd"] + float(usage.get("cost_usd", 0)), 8)
+        d["llm_calls"] += 1
+
+    def transition(self, actor: str, p: dict[str, Any]) -> None:
+        """An agent.transition: the state, the role's last state, rework."""
+        d, to = self.d, p.get("to")
+        d["state"] = to
+        d["roles"][actor] = to
+        if to == "REWORK":
+            d["rework_count"] += 1
 
     def _workflow(self, t: str, p: dict[str, Any]) -> None:
         w = self.d["workflow"]

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .fold import (
+    _COUNTED_ONLY,
     LISTS,
+    WRONG_TYPES,
     Cost,
     _Fold,
     _wrong_types,
@@ -37,6 +39,9 @@ _BUILD = {"tools_invoked": tool_item, "hook_decisions": hook_item, "schema_viola
           "errors": error_item}
 _NOT_A_STRING = "(not a string)"
 _LISTED = {"hook.fired": "hook_decisions", "tool.invoke": "tools_invoked"}
+_OWN = {"llm.response": _Fold.response, "agent.transition": _Fold.transition}
+_COUNTED = frozenset(t.decode() for t in _COUNTED_ONLY)
+"""Types the fold only counts (fold._COUNTED_ONLY, as str)."""
 _AFTER = frozenset({"schema.violation", "domain.error", "worker.report", "workflow.started",
                     "workflow.phase_advanced"})
 """Types whose fold grows something a summary bounds or counts afterwards."""
@@ -110,6 +115,9 @@ class _BoundedFold(_Fold):
         self.counts = dict.fromkeys(("schema_violations", "errors"), 0)
         # The other two counts are these tallies' sums.
         self.tallies: dict[str, dict[str, int]] = {"hook_decisions": {}, "tools_invoked": {}}
+        self.last: dict[str, Any] | None = None  # the last event `take` took
+        self.counted = 0  # the events `take` did not pass to `fold`
+        self.failed = False  # `take` met a payload that does not fold
 
     def fold(self, eid: str, session_id: str, t: str, actor: str, payload: Any) -> None:
         key = _LISTED.get(t)
@@ -120,17 +128,52 @@ class _BoundedFold(_Fold):
             return
         # Hook decisions and tool calls are most of a long log: their payload is kept as is
         # among the recent ones (the v1 item is built from it by `summary`), never copied.
-        d, p = self.d, payload if type(payload) is dict else {}
+        d = self.d
         d["events"] += 1
         d["last_event_id"] = eid
         if not d["session_id"]:
             d["session_id"] = session_id
+        self._tally(key, payload)
+
+    def _tally(self, key: str, payload: Any) -> None:
+        p = payload if type(payload) is dict else {}
         name = p.get("decision") if key == "hook_decisions" else p.get("name")
         if type(name) is not str:
             name = _NOT_A_STRING
         tally = self.tallies[key]
         tally[name] = tally.get(name, 0) + 1
-        d[key].append(p)
+        self.d[key].append(p)
+
+    def take(self, e: dict[str, Any]) -> None:
+        """Fold one event dict of a log that verified (`Runtime.verified_summary`), doing only
+        what the type needs: a type the fold only counts is counted, a hook decision or tool
+        call tallied and kept as is; `events`, `last_event_id` and `session_id` are set once by
+        `summary` (the events of a log that verified name one session). A payload that does
+        not fold sets `failed` (the summary's own pass names it)."""
+        self.last = e
+        t = e["type"]
+        if t in _COUNTED:
+            self.counted += 1
+            return
+        own = _OWN.get(t)
+        if own is not None:  # llm.response, agent.transition: their step alone
+            p = e["payload"]
+            try:
+                own(self, e["actor"], p if type(p) is dict else {})
+            except WRONG_TYPES:
+                self.failed = True
+            self.counted += 1
+            return
+        listed = _LISTED.get(t)
+        if listed is None:
+            try:  # what `fold` does for a type it does not bound, without its own dispatch
+                step = _BoundedFold.fold if t in _AFTER else _Fold.fold
+                step(self, e["id"], e["session_id"], t, e["actor"], e["payload"])
+            except WRONG_TYPES:
+                self.failed = True
+            return
+        self.counted += 1
+        self._tally(listed, e["payload"])
 
     def hook_line(self, decision: str, line: bytes) -> bool:
         # Kept as bytes among the recent ones; only the last `recent` are ever parsed.
@@ -153,6 +196,10 @@ class _BoundedFold(_Fold):
 
     def summary(self) -> SnapshotSummary:
         d = {k: v for k, v in self.d.items() if k not in LISTS}
+        if self.last is not None:  # what `fold` sets for every event, for the ones `take` took
+            d["events"] += self.counted
+            d["last_event_id"] = self.last["id"]
+            d["session_id"] = d["session_id"] or self.last["session_id"]
         d["cost"] = Cost(**d["cost"])
         d["roles"] = dict(d["roles"])
         if d["workflow"] is not None:

@@ -1,0 +1,189 @@
+"""verify's fast path (integrity_scan.Scan.run) against the general one (integrity.FAST off:
+every line through `Scan.line`, the checks as they were before the fast path existed) under
+the edits a forger makes: a key held twice (at the top or deep in the payload), keys renamed,
+added or reordered, whitespace, unicode escapes, numbers spelled another way, a ts that is a
+number, a broken chain, a bad seq, each line's chain then recomputed over its own bytes (what
+anyone can do to a keyless chain, and exactly what the fast path hashes). Both must report the
+same findings, notes and head; a log that verifies gets the one-pass summary that the summary's
+own pass gives (`Runtime.verified_summary` against `replay_summary`). Issue 24."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentos_kernel.kernel import Runtime
+from agentos_kernel.store.events import canonical
+from agentos_kernel.store.integrity import verify_lines
+from agentos_kernel.testing import write_long_session
+
+from .helpers import Run
+from .test_verify import Lines, edited, rechain
+from .test_verify_bounded import _general, _rising, _with_ids
+
+
+def forge_chains(data: Lines, start: int, over: str = "bytes") -> Lines:
+    """Each line's chain from `start` on recomputed, the line's bytes kept: over those bytes, its
+    chain member cut out (`bytes`: what the fast path hashes), or over the canonical encoding of
+    the values they spell (`values`: what the writer hashes); stops at a line without a chain."""
+    out = list(data)
+    prev = b""
+    if start:
+        at = out[start - 1].find(b',"chain":"')
+        prev = out[start - 1][at + 10:at + 74] if at > 0 else b""
+    for k in range(start, len(out)):
+        line = out[k]
+        at = line.find(b',"chain":"')
+        if at <= 0 or not line.endswith(b"\n"):
+            break
+        if over == "bytes":
+            body = line[:at] + line[at + 75:-1]
+        else:
+            try:
+                obj = orjson.loads(line)
+                obj.pop("chain")
+                body = canonical(obj)
+            except (orjson.JSONDecodeError, orjson.JSONEncodeError, KeyError, TypeError, AttributeError):
+                break
+        prev = hashlib.sha256(prev + body).hexdigest().encode()
+        out[k] = line[:at + 10] + prev + line[at + 74:]
+    return out
+
+
+def _flip_chain(b: bytes) -> bytes:
+    at = b.index(b'"chain":"') + 9
+    return b[:at] + (b"1" if b[at:at + 1] == b"0" else b"0") + b[at + 1:]
+
+
+def _exponent(m: re.Match[bytes]) -> bytes:
+    """0.001227 as 1227e-6: the same decimal, so the same double."""
+    whole, _, frac = m[1].partition(b".")
+    return b'"cost_usd":%de-%d' % (int(whole + frac), len(frac))
+
+
+EDITS = {  # a line's bytes -> the forger's bytes (ValueError: the edit does not apply to it)
+    "dupkey": lambda b: b.replace(b'{"actor":', b'{"actor":"x","actor":', 1),
+    "dupkey-deep": lambda b: b.replace(b'"payload":{"', b'"payload":{"a":0,"a":1,"', 1),
+    "dupkey-same-value": lambda b: b.replace(b'"schema_version":"v1","seq"',
+                                             b'"schema_version":"v1","schema_version":"v1","seq"', 1),
+    "dupkey-number": lambda b: re.sub(rb'"seq":(\d+),', rb'"seq":1e0,"seq":\1,', b, count=1),
+    "space": lambda b: b.replace(b'":', b'": ', 1),
+    "space-end": lambda b: b[:-1] + b" \n",
+    "crlf": lambda b: b[:-1] + b"\r\n",
+    "escape": lambda b: b.replace(b'{"actor":"', b'{"actor":"\\u0020', 1),
+    "escape-same-value": lambda b: b.replace(b'"schema_version":"v1"',
+                                             b'"schema_version":"\\u0076\\u0031"', 1),
+    "escape-slash": lambda b: b.replace(b'"type":"', b'"type":"\\/', 1),
+    "reorder": lambda b: orjson.dumps(dict(reversed(orjson.loads(b).items()))) + b"\n",
+    "reorder-deep": lambda b: b.replace(b'"payload":{"', b'"payload":{"zz":0,"aa":1,"', 1),
+    "float-exponent": lambda b: re.sub(rb'"cost_usd":([0-9]+\.[0-9]+)', _exponent, b, count=1),
+    "seq-float": lambda b: re.sub(rb'"seq":(\d+),', rb'"seq":\1.0,', b, count=1),
+    "seq-bool": lambda b: re.sub(rb'"seq":(\d+),', rb'"seq":true,', b, count=1),
+    "ts-number": lambda b: b[:b.index(b'"ts":"')] + b'"ts":1767225600.0' + b[b.index(b'","type"') + 1:],
+    "rename": lambda b: b.replace(b'"parent_id":', b'"parent_iz":', 1),
+    "extra": lambda b: b[:-2] + b',"zzz":1}\n',
+    "drop": lambda b: b.replace(b',"schema_version":"v1"', b"", 1),
+    "chain-flip": _flip_chain,
+    "session": lambda b: b.replace(b'"session_id":"', b'"session_id":"x', 1),
+    "id": lambda b: b.replace(b'"id":"', b'"id":"x', 1),
+    "type-close": lambda b: b[:b.index(b',"type":"')] + b',"type":"session.close"}\n',
+}
+FORGE = st.sampled_from(["none", "bytes", "values"])
+MOVE = st.sampled_from(["none", "copy", "delete", "swap", "renumber"])
+_OPS = st.lists(st.tuples(st.sampled_from(sorted(EDITS)), st.integers(0, 40), FORGE, MOVE,
+                          st.integers(0, 40)),
+                min_size=1, max_size=3)
+Ops = list[tuple[str, int, str, str, int]]
+
+
+def _tamper(data: Lines, ops: Ops) -> Lines:
+    for edit, a, forge, move, b in ops:
+        i, j = a % len(data), b % len(data)
+        if move == "copy":
+            data = [*data[:j], data[i], *data[j:]]
+        elif move == "delete" and len(data) > 1:
+            data = data[:j] + data[j + 1:]
+        elif move == "swap":
+            data[i], data[j] = data[j], data[i]
+        elif move == "renumber":
+            data[i] = data[i].replace(b'"seq":', b'"seq":%d,"seq":' % (j + 1), 1)
+            data[i] = orjson.dumps(orjson.loads(data[i]), option=orjson.OPT_SORT_KEYS) + b"\n"
+        i = i % len(data)
+        with contextlib.suppress(ValueError):  # the edit's anchor is not in this line
+            data[i] = EDITS[edit](data[i])
+        if forge != "none":
+            data = forge_chains(data, i, forge)
+    return data
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS)
+def test_the_fast_path_reports_what_the_general_path_does_under_forgery(
+        canonical_run: Run, monkeypatch: pytest.MonkeyPatch, ops: Ops) -> None:
+    log = canonical_run.log_path.read_bytes().splitlines(keepends=True)
+    for base in (log, _with_ids(log, _rising(len(log)))):  # the writer's ids, rising ids
+        data = _tamper(list(base), ops)
+        assert verify_lines(data, Path("x.jsonl")).to_dict() == _general(monkeypatch, data)
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_each_forgery_alone_is_named_as_the_general_path_names_it(
+        canonical_run: Run, monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
+    log = canonical_run.log_path.read_bytes().splitlines(keepends=True)
+    for k in (0, 6, 18, 31):  # session.start, a transition, the tool call, session.close
+        for forge in ("none", "bytes", "values"):
+            data = _tamper(list(log), [(edit, k, forge, "none", 0)])
+            fast = verify_lines(data, Path("x.jsonl")).to_dict()
+            assert fast == _general(monkeypatch, data), (edit, k, forge)
+            if edit.startswith("dupkey") and data[k] != log[k]:  # never passes, chained or not
+                assert not fast["ok"] and fast["findings"][0]["kind"] in ("duplicate-key", "altered")
+                assert forge == "none" or fast["findings"][0]["kind"] == "duplicate-key"
+            if edit.endswith("same-value") and not edit.startswith("dupkey") and forge == "values":
+                assert fast["ok"] and any("another spelling" in n for n in fast["notes"]), fast
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS)
+def test_a_log_that_verifies_gets_the_summarys_own_summary(
+        canonical_run: Run, ops: Ops) -> None:
+    rt: Runtime = canonical_run.rt
+    path = canonical_run.log_path
+    kept = path.with_name("untouched")
+    if not kept.exists():
+        kept.write_bytes(path.read_bytes())
+    data = _tamper(kept.read_bytes().splitlines(keepends=True), ops)
+    path.write_bytes(b"".join(data))
+    report, summary = rt.verified_summary(canonical_run.session_id)
+    if report.ok:
+        assert summary is not None and summary == rt.replay_summary(canonical_run.session_id)
+    else:
+        assert summary is None
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_the_writers_ids_of_any_width_across_thousands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        width: int) -> None:
+    # Scan.run makes the writer's id of seq s as a start shared by a thousand seqs plus its last
+    # three digits (integrity_seen.thousand_ids); below 1000 at 1 or 2 digits, whole.
+    lines = write_long_session(tmp_path, "w", 2100).read_bytes().splitlines(keepends=True)
+    data = _with_ids(lines, [f"e{k:0{width}d}" for k in range(1, len(lines) + 1)])
+    report = verify_lines(data, Path("x.jsonl")).to_dict()
+    assert report["ok"] and report == _general(monkeypatch, data)
+    # Line `at` carries the id of line `of`: a copy (a stale start of a thousand would take it).
+    for at, of in ((10, 9), (100, 99), (1000, 999), (1002, 1001), (2000, 1000), (2001, 1001), (2050, 2049)):
+        copy = rechain(edited(data, at - 1, id=f"e{of:0{width}d}"), at - 1)
+        found = verify_lines(copy, Path("x.jsonl")).to_dict()
+        assert found == _general(monkeypatch, copy)
+        assert (found["findings"][0]["kind"], found["findings"][0]["line"]) == ("duplicated", at)
+        assert f"first written at line {of}" in found["findings"][0]["message"]
+    # An id that is only the writer's digits ("005", not "e5"/"e005") is kept, and its copy found.
+    other = rechain(edited(edited(data, 4, id="005"), 6, id="005"), 4)
+    found = verify_lines(other, Path("x.jsonl")).to_dict()
+    assert found == _general(monkeypatch, other) and found["findings"][0]["line"] == 7
