@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,24 @@ def test_a_directory_named_like_a_schema_is_named_as_open_names_it(tmp_path: Pat
     (tmp_path / "dir_v1.json").mkdir()
     with pytest.raises(ContractError, match=r"dir_v1.json.*Is a directory: '.*dir_v1.json'"):
         SchemaRegistry.load(tmp_path)
+
+
+@pytest.mark.parametrize(("schema", "named"), [
+    ({"type": "string", "pattern": "("}, '"(" is not a "regex"'),
+    ({"patternProperties": {"[": {}}}, '"[" is not a "regex"'),
+    ({"properties": {"b": {"$id": "http://[bad"}}}, 'is not a "uri-reference"'),
+])
+def test_a_schema_that_would_not_compile_is_refused_at_load(tmp_path: Path, schema: dict[str, object],
+                                                             named: str) -> None:
+    # meta.validate leaves formats unchecked: these passed it and failed only when the
+    # validator was first compiled, in a request. Now they fail the load like any bad schema.
+    _one(tmp_path, "bad_v1", json.dumps({"$id": "bad_v1", **schema}))
+    refused = f"bad_v1.json: -: not a valid draft 2020-12 schema: .*{re.escape(named)}"
+    with pytest.raises(ContractError, match=refused):
+        SchemaRegistry.load(tmp_path)
+
+
+def test_an_mcp_schema_that_would_not_compile_is_refused(tmp_path: Path) -> None:
+    reg = SchemaRegistry.load(reference_dir() / "schemas")
+    with pytest.raises(ContractError, match='not a valid draft 2020-12 schema: "\\(" is not a "regex"'):
+        reg.with_schemas({"tool_in_v1": {"type": "string", "pattern": "("}}, "mcp server x")

@@ -18,6 +18,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -145,12 +146,38 @@ def load_one(path: Path, raw: bytes | OSError, schemas: dict[str, dict[str, Any]
         return Problem(str(path), "$id", f"is {sid!r}; it must equal the file name {path.stem!r}")
     if sid in schemas:
         return Problem(str(path), "$id", f"{sid!r} is already defined in {files[sid]}")
-    try:
-        jsonschema_rs.meta.validate(doc)
-    except jsonschema_rs.ValidationError as exc:
-        return Problem(str(path), "-", f"not a valid draft 2020-12 schema: {str(exc).splitlines()[0]}")
+    bad = meta_problem(doc)
+    if bad is not None:
+        return Problem(str(path), "-", f"not a valid draft 2020-12 schema: {bad}")
     schemas[sid] = doc
     files[sid] = path
+    return None
+
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+
+@cache
+def _with_formats() -> Any:
+    """The draft 2020-12 meta-schema, compiled once, asserting its formats: a `pattern` that
+    is not a regex, an `$id` that is not a URI reference. `meta.validate` leaves formats
+    unchecked, and such a schema failed only when its validator was first compiled, in a
+    request: now it fails at load, like any other bad schema."""
+    return jsonschema_rs.Draft202012Validator({"$ref": DRAFT_2020_12}, validate_formats=True)
+
+
+def meta_problem(doc: Any) -> str | None:
+    """Why `doc` is not a valid schema (one line), or None. A draft 2020-12 schema (its
+    `$schema` that or absent) is checked with formats; one of another draft as before."""
+    draft = isinstance(doc, dict) and doc.get("$schema", DRAFT_2020_12) == DRAFT_2020_12
+    if draft and _with_formats().is_valid(doc):
+        return None  # the common case: one call; what it accepts meta.validate accepts
+    try:
+        jsonschema_rs.meta.validate(doc)  # the message (and a ReferencingError) as before
+    except jsonschema_rs.ValidationError as exc:
+        return str(exc).splitlines()[0]
+    if draft:
+        return str(next(iter(_with_formats().iter_errors(doc))).message).splitlines()[0]
     return None
 
 

@@ -20,7 +20,7 @@ import orjson
 
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
-from .loading import dangling_refs, keep, load_one, loaded_before, may_refer, read_files
+from .loading import dangling_refs, keep, load_one, loaded_before, may_refer, meta_problem, read_files
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
@@ -91,11 +91,9 @@ class SchemaRegistry:
                 problems.append(Problem(source, sid, f"schema id {sid!r} is already defined in "
                                         f"{files[sid]}"))
                 continue
-            try:
-                jsonschema_rs.meta.validate(doc)
-            except jsonschema_rs.ValidationError as exc:
-                problems.append(Problem(source, sid, "not a valid draft 2020-12 schema: "
-                                        f"{str(exc).splitlines()[0]}"))
+            bad = meta_problem(doc)
+            if bad is not None:
+                problems.append(Problem(source, sid, f"not a valid draft 2020-12 schema: {bad}"))
                 continue
             schemas[sid], files[sid] = {**doc, "$id": sid}, Path(source)
         # a $ref the registry cannot resolve would otherwise fail at first use with a ValueError
