@@ -96,6 +96,8 @@ def _plain_load(text: str) -> Any:
     if fast is None or _NOT_PLAIN.search(text):
         return _PURE
     try:
+        if _collections_at_most(text) < MAX_YAML_DEPTH:  # cannot nest too deep: one parse
+            return yaml.load(text, Loader=fast)
         level = 0
         for event in yaml.parse(text, Loader=fast):
             if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
@@ -109,6 +111,15 @@ def _plain_load(text: str) -> Any:
         return yaml.load(text, Loader=fast)
     except yaml.YAMLError:
         return _PURE
+
+
+def _collections_at_most(text: str) -> int:
+    """A bound on the collections plain YAML `text` holds, so on how deep they nest: each
+    starts at an indicator of its own (a mapping at its first `:` or `{`, a sequence at its
+    first `- ` entry or `[`), and every one of those is counted. Most frontmatter counts a
+    dozen: its depth needs no walk over libyaml's events (half of reading it)."""
+    return (text.count(":") + text.count("- ") + text.count("-\n") + text.endswith("-")
+            + text.count("[") + text.count("{"))
 
 
 KEEP_READ, KEEP_READ_CHARS = 256, 2_000_000

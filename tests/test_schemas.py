@@ -4,6 +4,8 @@ wrong, and never passes an unknown id; the spec's v1 contracts are what the spec
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,58 @@ def test_the_log_refuses_a_payload_that_breaks_its_event_schema(runtime: Runtime
     finally:
         session.log.close()
     assert not runtime.store.exists("inv"), "nothing may be appended after a refused payload"
+
+
+def _one(tmp_path: Path, name: str, text: str) -> Path:
+    (tmp_path / f"{name}.json").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_an_integer_past_64_bits_is_read_exactly(tmp_path: Path) -> None:
+    # orjson reads such an integer as a float; the loader gives these files to json.
+    big = 2**70 + 1
+    _one(tmp_path, "big_v1", '{"$id": "big_v1", "type": "integer", "maximum": ' + f'{big}}}')
+    reg = SchemaRegistry.load(tmp_path)
+    assert reg.schema("big_v1")["maximum"] == big and type(reg.schema("big_v1")["maximum"]) is int
+
+
+def test_what_orjson_refuses_is_read_or_refused_as_json_does(tmp_path: Path) -> None:
+    _one(tmp_path, "nan_v1", '{"$id": "nan_v1", "type": "number", "default": NaN}')
+    assert math.isnan(SchemaRegistry.load(tmp_path).schema("nan_v1")["default"])
+    _one(tmp_path, "nan_v1", '\ufeff{"$id": "nan_v1"}')
+    with pytest.raises(ContractError, match="Unexpected UTF-8 BOM"):
+        SchemaRegistry.load(tmp_path)
+
+
+def test_an_escaped_ref_key_to_a_missing_id_is_named(tmp_path: Path) -> None:
+    # `"\u0024ref"` is the key `$ref`: a file is walked for refs when it may hold either.
+    _one(tmp_path, "a_v1", '{"$id": "a_v1", "properties": {"x": {"\\u0024ref": "gone_v1"}}}')
+    with pytest.raises(ContractError, match="refers to 'gone_v1', which is not loaded"):
+        SchemaRegistry.load(tmp_path)
+
+
+def test_a_directory_named_like_a_schema_is_named_as_open_names_it(tmp_path: Path) -> None:
+    (tmp_path / "dir_v1.json").mkdir()
+    with pytest.raises(ContractError, match=r"dir_v1.json.*Is a directory: '.*dir_v1.json'"):
+        SchemaRegistry.load(tmp_path)
+
+
+@pytest.mark.parametrize(("schema", "named"), [
+    ({"type": "string", "pattern": "("}, '"(" is not a "regex"'),
+    ({"patternProperties": {"[": {}}}, '"[" is not a "regex"'),
+    ({"properties": {"b": {"$id": "http://[bad"}}}, 'is not a "uri-reference"'),
+])
+def test_a_schema_that_would_not_compile_is_refused_at_load(tmp_path: Path, schema: dict[str, object],
+                                                             named: str) -> None:
+    # meta.validate leaves formats unchecked: these passed it and failed only when the
+    # validator was first compiled, in a request. Now they fail the load like any bad schema.
+    _one(tmp_path, "bad_v1", json.dumps({"$id": "bad_v1", **schema}))
+    refused = f"bad_v1.json: -: not a valid draft 2020-12 schema: .*{re.escape(named)}"
+    with pytest.raises(ContractError, match=refused):
+        SchemaRegistry.load(tmp_path)
+
+
+def test_an_mcp_schema_that_would_not_compile_is_refused(tmp_path: Path) -> None:
+    reg = SchemaRegistry.load(reference_dir() / "schemas")
+    with pytest.raises(ContractError, match='not a valid draft 2020-12 schema: "\\(" is not a "regex"'):
+        reg.with_schemas({"tool_in_v1": {"type": "string", "pattern": "("}}, "mcp server x")

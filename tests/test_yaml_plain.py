@@ -83,3 +83,29 @@ def test_a_workspace_reads_its_frontmatter_through_libyaml(monkeypatch: pytest.M
     monkeypatch.setattr(yamlload, "_bounded_loader", lambda: pure.append(1) or real())
     Runtime.from_workspace(None)  # the bundled workspace: skills, agents, agentos.yaml
     assert pure == []
+
+
+def _collections(text: str) -> int | None:
+    """The collections libyaml's events start in `text`, or None when it does not parse."""
+    try:
+        return sum(isinstance(e, yaml.MappingStartEvent | yaml.SequenceStartEvent)
+                   for e in yaml.parse(text, Loader=yaml.CSafeLoader))
+    except yaml.YAMLError:
+        return None
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("ab1.:- '\"\n,{}[]")), max_size=40)
+       | _DOCS.map(lambda d: yaml.safe_dump(d, default_flow_style=None)))
+def test_the_indicator_count_bounds_the_collections(text: str) -> None:
+    # _plain_load skips its walk over the events when this count is under the depth bound:
+    # it must never be fewer than the collections the text holds (so never shallower).
+    found = _collections(text)
+    if found is not None and not yamlload._NOT_PLAIN.search(text):
+        assert yamlload._collections_at_most(text) >= found, text
+
+
+@pytest.mark.parametrize("text", ["- - - - a", "[[[a]]]", "{a: {b: [c]}}", "a:\n- b:\n  - c",
+                                  "-\n -\n  -", "a: [b: c]"])
+def test_compact_nesting_is_counted(text: str) -> None:
+    assert yamlload._collections_at_most(text) >= _collections(text) > 1  # type: ignore[operator]

@@ -20,7 +20,7 @@ import orjson
 
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
-from .loading import dangling_refs, keep, load_one, loaded_before, read_files
+from .loading import dangling_refs, keep, load_one, loaded_before, may_refer, meta_problem, read_files
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
@@ -64,12 +64,15 @@ class SchemaRegistry:
         schemas: dict[str, dict[str, Any]] = {}
         files: dict[str, Path] = {}
         problems: list[Problem] = []
+        referring: list[str] = []  # the ids whose bytes may hold a $ref: only these are walked
         for name, raw in read:  # parsed from the bytes read above: the key is what was loaded
             problem = load_one(Path(name), raw, schemas, files)
             if problem:
                 problems.append(problem)
+            elif isinstance(raw, bytes) and may_refer(raw):
+                referring.append(next(reversed(schemas)))
         if not problems:
-            problems = dangling_refs(schemas, files)
+            problems = dangling_refs(schemas, files, referring)
         if problems:
             raise ContractError(problems)
         loaded = cls(schemas, files)
@@ -88,11 +91,9 @@ class SchemaRegistry:
                 problems.append(Problem(source, sid, f"schema id {sid!r} is already defined in "
                                         f"{files[sid]}"))
                 continue
-            try:
-                jsonschema_rs.meta.validate(doc)
-            except jsonschema_rs.ValidationError as exc:
-                problems.append(Problem(source, sid, "not a valid draft 2020-12 schema: "
-                                        f"{str(exc).splitlines()[0]}"))
+            bad = meta_problem(doc)
+            if bad is not None:
+                problems.append(Problem(source, sid, f"not a valid draft 2020-12 schema: {bad}"))
                 continue
             schemas[sid], files[sid] = {**doc, "$id": sid}, Path(source)
         # a $ref the registry cannot resolve would otherwise fail at first use with a ValueError
