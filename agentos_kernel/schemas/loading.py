@@ -26,6 +26,7 @@ import jsonschema_rs
 import orjson
 
 from ..errors import Problem
+from .jsonshape import printable
 from .textcheck import decode_problem
 
 KEEP_LOADED = 8
@@ -166,9 +167,31 @@ def _with_formats() -> Any:
     return jsonschema_rs.Draft202012Validator({"$ref": DRAFT_2020_12}, validate_formats=True)
 
 
+KNOWN_DRAFTS = frozenset({
+    DRAFT_2020_12, DRAFT_2020_12 + "#", "https://json-schema.org/draft/2019-09/schema",
+    "https://json-schema.org/draft/2019-09/schema#", "http://json-schema.org/draft-07/schema",
+    "http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-06/schema",
+    "http://json-schema.org/draft-06/schema#", "http://json-schema.org/draft-04/schema",
+    "http://json-schema.org/draft-04/schema#"})
+"""The `$schema` values whose meta-schemas jsonschema-rs carries. Any other makes it fetch
+that URL over the network, so a schema file (or an MCP server's tool schema) could make the
+runtime send a request where it pleases: refused instead."""
+
+
+def draft_problem(doc: Any) -> str | None:
+    """Why `doc`'s `$schema` is refused (one line), or None (absent, or a draft we carry)."""
+    if not isinstance(doc, dict) or "$schema" not in doc or doc["$schema"] in KNOWN_DRAFTS:
+        return None
+    return (f"$schema: {printable(repr(doc['$schema']))[:120]} is not a JSON Schema draft this runtime "
+            f"knows (schemas are never fetched); use {DRAFT_2020_12!r} or leave $schema out")
+
+
 def meta_problem(doc: Any) -> str | None:
     """Why `doc` is not a valid schema (one line), or None. A draft 2020-12 schema (its
-    `$schema` that or absent) is checked with formats; one of another draft as before."""
+    `$schema` that or absent) is checked with formats; one of another draft we carry as
+    before; any other `$schema` is refused unread (`draft_problem`)."""
+    if (refused := draft_problem(doc)) is not None:
+        return refused
     draft = isinstance(doc, dict) and doc.get("$schema", DRAFT_2020_12) == DRAFT_2020_12
     if draft and _with_formats().is_valid(doc):
         return None  # the common case: one call; what it accepts meta.validate accepts

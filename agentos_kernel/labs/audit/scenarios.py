@@ -19,6 +19,7 @@ import jsonschema_rs
 
 from ...errors import ContractError, Err, Problem
 from ...providers.faults import FaultPlanError, plan_from_doc
+from ...schemas.loading import draft_problem
 from ...store.events import LOG_NAME
 from ...store.jsonl import JsonlEventStore
 from ...workspace import reference_dir
@@ -64,7 +65,10 @@ def load_scenarios(root: Path | None = None) -> list[Scenario]:
     root = Path(root) if root is not None else scenarios_dir()
     schema_file = root.parent / "scenario_v1.json"
     try:
-        validator = jsonschema_rs.validator_for(json.loads(schema_file.read_text(encoding="utf-8")))
+        doc = json.loads(schema_file.read_text(encoding="utf-8"))
+        if (refused := draft_problem(doc)) is not None:  # validator_for would fetch it
+            raise ValueError(refused)
+        validator = jsonschema_rs.validator_for(doc)
     except (OSError, ValueError) as exc:
         raise ContractError([Problem(str(schema_file), "-", f"cannot load the scenario schema: "
                                      f"{exc}")]) from None

@@ -23,6 +23,7 @@ from typing import Any
 import jsonschema_rs
 import orjson
 
+from ...schemas.loading import meta_problem
 from ...schemas.registry import SchemaRegistry, Violation
 from ...skills import frontmatter
 from ...store.recorder import EVENT_SCHEMAS
@@ -67,10 +68,9 @@ def load_schemas(root: Path) -> tuple[SchemaRegistry | None, list[str]]:
         if sid in docs:
             problems.append(f"{rel}: $id: {sid!r} is already defined in {where[sid].as_posix()}")
             continue
-        try:
-            jsonschema_rs.meta.validate(doc)
-        except jsonschema_rs.ValidationError as exc:
-            problems.append(f"{rel}: not a valid draft 2020-12 schema: {str(exc).splitlines()[0]}")
+        bad = meta_problem(doc)  # as the runtime's registry checks it (and never fetches a draft)
+        if bad is not None:
+            problems.append(f"{rel}: not a valid draft 2020-12 schema: {bad}")
             continue
         docs[sid], where[sid] = doc, Path(rel)
     problems += [f"schemas/: no schema with $id {sid!r}; add schemas/{sid}.json from the spec's Contracts "
