@@ -97,3 +97,14 @@ def test_every_draft_jsonschema_rs_carries_is_still_read(tmp_path: Path, draft: 
     (tmp_path / "x_v1.json").write_text(json.dumps({"$schema": draft, "$id": "x_v1", "type": "object"}))
     assert "x_v1" in SchemaRegistry.load(tmp_path)
     assert asked == []
+
+
+def test_a_ref_to_a_url_is_named_with_the_fix_and_never_fetched(tmp_path: Path,
+                                                                listener: tuple[str, list[str]]) -> None:
+    url, asked = listener
+    (tmp_path / "y_v1.json").write_text(json.dumps({"$id": "y_v1", "$ref": url}))
+    with pytest.raises(ContractError, match=rf"y_v1.json: \$ref: refers to '{url}', which is not loaded; a "
+                                            r"schema is never fetched: refer to the \$id of a schema in "
+                                            r"schemas/$"):
+        SchemaRegistry.load(tmp_path)
+    assert asked == []

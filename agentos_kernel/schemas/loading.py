@@ -255,6 +255,8 @@ def dangling_refs(schemas: dict[str, dict[str, Any]], files: dict[str, Path],
         doc = schemas[sid]
         for target in sorted(ref_targets(doc)):
             if target and target not in schemas:
+                fix = (f"add schemas/{target}.json" if "/" not in target and ":" not in target else
+                       "a schema is never fetched: refer to the $id of a schema in schemas/")
                 problems.append(Problem(str(files[sid]), "$ref", f"refers to {target!r}, which is not "
-                                        f"loaded; add schemas/{target}.json"))
+                                        f"loaded; {fix}"))
     return problems
