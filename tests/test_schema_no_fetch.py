@@ -108,3 +108,19 @@ def test_a_ref_to_a_url_is_named_with_the_fix_and_never_fetched(tmp_path: Path,
                                             r"schemas/$"):
         SchemaRegistry.load(tmp_path)
     assert asked == []
+
+
+def test_a_lab_submissions_schema_that_refers_to_a_url_is_a_problem_and_compiles_nothing(
+        tmp_path: Path, listener: tuple[str, list[str]]) -> None:
+    """The rubric's registry is built from the student's schemas: a `$ref` to a URL in a
+    schema its log check compiles (plan_v1) would be fetched at that compile."""
+    url, asked = listener
+    (tmp_path / "schemas").mkdir()
+    for f in (reference_dir() / "schemas").glob("*.json"):
+        (tmp_path / "schemas" / f.name).write_bytes(f.read_bytes())
+    planner = tmp_path / "schemas" / "plan_v1.json"
+    planner.write_text(json.dumps({**json.loads(planner.read_text()), "$ref": url}))
+    registry, problems = load_schemas(tmp_path)
+    assert registry is None
+    assert [p for p in problems if "plan_v1.json: $ref: refers to" in p and "never fetched" in p], problems
+    assert asked == []

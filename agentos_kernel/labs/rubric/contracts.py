@@ -23,7 +23,7 @@ from typing import Any
 import jsonschema_rs
 import orjson
 
-from ...schemas.loading import meta_problem
+from ...schemas.loading import dangling_refs, meta_problem
 from ...schemas.registry import SchemaRegistry, Violation
 from ...skills import frontmatter
 from ...store.recorder import EVENT_SCHEMAS
@@ -75,6 +75,10 @@ def load_schemas(root: Path) -> tuple[SchemaRegistry | None, list[str]]:
         docs[sid], where[sid] = doc, Path(rel)
     problems += [f"schemas/: no schema with $id {sid!r}; add schemas/{sid}.json from the spec's Contracts "
                  "section" for sid in REQUIRED_SCHEMAS if sid not in docs]
+    # as the runtime's load: a $ref to nothing loaded (a URL included, which compiling would
+    # fetch) leaves no registry to compile from
+    if dangling := [str(p) for p in dangling_refs(docs, where)]:
+        return None, [*problems, *dangling]
     try:
         return SchemaRegistry(docs, where), problems
     except (ValueError, jsonschema_rs.ValidationError) as exc:
