@@ -124,3 +124,13 @@ def test_a_lab_submissions_schema_that_refers_to_a_url_is_a_problem_and_compiles
     assert registry is None
     assert [p for p in problems if "plan_v1.json: $ref: refers to" in p and "never fetched" in p], problems
     assert asked == []
+
+
+def test_a_scenario_schema_that_refers_to_a_url_is_refused_unfetched(
+        tmp_path: Path, listener: tuple[str, list[str]]) -> None:
+    url, asked = listener
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenario_v1.json").write_text(json.dumps({"$ref": url}))
+    with pytest.raises(ContractError, match=r"cannot load the scenario schema: .*Retrieval is disabled"):
+        load_scenarios(tmp_path / "scenarios")
+    assert asked == []

@@ -164,7 +164,7 @@ def _with_formats() -> Any:
     is not a regex, an `$id` that is not a URI reference. `meta.validate` leaves formats
     unchecked, and such a schema failed only when its validator was first compiled, in a
     request: now it fails at load, like any other bad schema."""
-    return jsonschema_rs.Draft202012Validator({"$ref": DRAFT_2020_12}, validate_formats=True)
+    return jsonschema_rs.Draft202012Validator({"$ref": DRAFT_2020_12}, validate_formats=True, offline=True)
 
 
 KNOWN_DRAFTS = frozenset({

@@ -123,8 +123,8 @@ class SchemaRegistry:
     def _validator(self, schema_id: str) -> Any:
         v = self._validators.get(schema_id)
         if v is None:
-            v = jsonschema_rs.Draft202012Validator(
-                self._schemas[schema_id], registry=self._registry
+            v = jsonschema_rs.Draft202012Validator(  # offline: whatever a schema names, never fetched
+                self._schemas[schema_id], registry=self._registry, offline=True
             )
             self._validators[schema_id] = v
         return v

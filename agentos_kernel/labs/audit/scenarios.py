@@ -68,7 +68,7 @@ def load_scenarios(root: Path | None = None) -> list[Scenario]:
         doc = json.loads(schema_file.read_text(encoding="utf-8"))
         if (refused := draft_problem(doc)) is not None:  # validator_for would fetch it
             raise ValueError(refused)
-        validator = jsonschema_rs.validator_for(doc)
+        validator = jsonschema_rs.validator_for(doc, offline=True)  # a $ref to a URL: refused, not fetched
     except (OSError, ValueError) as exc:
         raise ContractError([Problem(str(schema_file), "-", f"cannot load the scenario schema: "
                                      f"{exc}")]) from None
