@@ -48,6 +48,21 @@ def listener() -> Iterator[tuple[str, list[str]]]:
         server.server_close()
 
 
+def _submission_schemas(root: Path) -> Path:
+    """`root`/schemas/ holding a copy of the reference schemas (a lab submission's)."""
+    (root / "schemas").mkdir()
+    for f in (reference_dir() / "schemas").glob("*.json"):
+        (root / "schemas" / f.name).write_bytes(f.read_bytes())
+    return root / "schemas"
+
+
+def _scenarios(root: Path, schema: dict[str, object]) -> Path:
+    """An empty `root`/scenarios/ whose scenario_v1.json beside it is `schema`."""
+    (root / "scenarios").mkdir()
+    (root / "scenario_v1.json").write_text(json.dumps(schema))
+    return root / "scenarios"
+
+
 def test_a_schema_file_with_another_schema_url_is_refused_unfetched(
         tmp_path: Path, listener: tuple[str, list[str]]) -> None:
     url, asked = listener
@@ -71,10 +86,7 @@ def test_an_mcp_tool_schema_with_another_schema_url_is_refused_unfetched(
 def test_a_lab_submissions_schema_with_another_schema_url_is_a_problem_unfetched(
         tmp_path: Path, listener: tuple[str, list[str]]) -> None:
     url, asked = listener
-    (tmp_path / "schemas").mkdir()
-    for f in (reference_dir() / "schemas").glob("*.json"):
-        (tmp_path / "schemas" / f.name).write_bytes(f.read_bytes())
-    (tmp_path / "schemas" / "x_v1.json").write_text(json.dumps({"$schema": url, "$id": "x_v1"}))
+    (_submission_schemas(tmp_path) / "x_v1.json").write_text(json.dumps({"$schema": url, "$id": "x_v1"}))
     _, problems = load_schemas(tmp_path)
     assert [p for p in problems if "x_v1.json" in p and "never fetched" in p], problems
     assert asked == []
@@ -83,10 +95,8 @@ def test_a_lab_submissions_schema_with_another_schema_url_is_a_problem_unfetched
 def test_a_scenario_schema_with_another_schema_url_is_refused_unfetched(
         tmp_path: Path, listener: tuple[str, list[str]]) -> None:
     url, asked = listener
-    (tmp_path / "scenarios").mkdir()
-    (tmp_path / "scenario_v1.json").write_text(json.dumps({"$schema": url, "type": "object"}))
     with pytest.raises(ContractError, match=r"cannot load the scenario schema: .*never fetched"):
-        load_scenarios(tmp_path / "scenarios")
+        load_scenarios(_scenarios(tmp_path, {"$schema": url, "type": "object"}))
     assert asked == []
 
 
@@ -115,10 +125,7 @@ def test_a_lab_submissions_schema_that_refers_to_a_url_is_a_problem_and_compiles
     """The rubric's registry is built from the student's schemas: a `$ref` to a URL in a
     schema its log check compiles (plan_v1) would be fetched at that compile."""
     url, asked = listener
-    (tmp_path / "schemas").mkdir()
-    for f in (reference_dir() / "schemas").glob("*.json"):
-        (tmp_path / "schemas" / f.name).write_bytes(f.read_bytes())
-    planner = tmp_path / "schemas" / "plan_v1.json"
+    planner = _submission_schemas(tmp_path) / "plan_v1.json"
     planner.write_text(json.dumps({**json.loads(planner.read_text()), "$ref": url}))
     registry, problems = load_schemas(tmp_path)
     assert registry is None
@@ -129,8 +136,6 @@ def test_a_lab_submissions_schema_that_refers_to_a_url_is_a_problem_and_compiles
 def test_a_scenario_schema_that_refers_to_a_url_is_refused_unfetched(
         tmp_path: Path, listener: tuple[str, list[str]]) -> None:
     url, asked = listener
-    (tmp_path / "scenarios").mkdir()
-    (tmp_path / "scenario_v1.json").write_text(json.dumps({"$ref": url}))
     with pytest.raises(ContractError, match=r"cannot load the scenario schema: .*Retrieval is disabled"):
-        load_scenarios(tmp_path / "scenarios")
+        load_scenarios(_scenarios(tmp_path, {"$ref": url}))
     assert asked == []
