@@ -214,3 +214,40 @@ def test_layer_counts_look_each_type_up_once(ws: Path, monkeypatch: pytest.Monke
     calls.clear()
     layers.layer_counts(api.run_agent("hello, greet Ada", workspace=ws).events)
     assert calls == []
+
+
+# -- the run's events, made from their canonical bytes as reading the log back would ---------
+
+class Named(str):
+    """A str subclass a caller might pass as an actor or type (read back: a plain str)."""
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(payloads=st.lists(JSONISH, min_size=1, max_size=5), named=st.booleans(), parent=st.booleans())
+def test_the_runs_events_are_what_reading_the_log_back_gives(payloads: list[object], named: bool,
+                                                              parent: bool) -> None:
+    import orjson
+
+    from agentos_kernel.store.events import canonical
+
+    events = [Event.trusted({"id": f"s1-e{i}", "session_id": "s1", "ts": "2026-01-01T00:00:00Z",
+                             "type": "session.start", "actor": Named("user") if named and i == 2 else "user",
+                             "payload": p, "schema_version": "v1", "parent_id": "s1-e1" if parent else None,
+                             "seq": i, "chain": "c"}) for i, p in enumerate(payloads, 1)]
+    made = api._whole_log(events, "s1")
+    read = tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
+    assert made is not None
+    assert made == read and repr(made) == repr(read)
+    # the fields in the order they were before: the runtime's, or (made whole from the bytes) sorted
+    whole = any(type(e.actor) is Named for e in events)
+    assert [list(vars(e)) for e in made] == [list(vars(e)) for e in (read if whole else events)]
+    assert all(type(m) is Event for m in made)
+    assert all(m.payload is not e.payload or m.payload is None or type(m.payload) in (bool, int, float, str)
+               for m, e in zip(made, events, strict=True))  # nothing shared with what the runtime holds
