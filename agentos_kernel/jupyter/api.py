@@ -90,15 +90,20 @@ def _whole_log(logged: list[Event], sid: str) -> tuple[Event, ...] | None:
         return None
     payloads = orjson.loads(canonical([e.payload for e in events]))
     out = []
+    new = object.__new__
     for e, payload in zip(events, payloads, strict=True):
         if (type(e.id) is not str or type(e.session_id) is not str or type(e.ts) is not str
                 or type(e.type) is not str or type(e.actor) is not str or type(e.chain) is not str
                 or type(e.schema_version) is not str or type(e.seq) is not int
                 or (e.parent_id is not None and type(e.parent_id) is not str)):
             return tuple(map(Event.trusted, orjson.loads(canonical([vars(e) for e in events]))))
-        fields = dict(vars(e))
+        # What Event.trusted(dict(vars(e), payload=payload)) makes (a new Event whose
+        # __dict__ holds the fields, in their order), without the intermediate dict.
+        made = new(Event)
+        fields = made.__dict__
+        fields.update(e.__dict__)
         fields["payload"] = payload
-        out.append(Event.trusted(fields))
+        out.append(made)
     return tuple(out)
 
 

@@ -20,6 +20,7 @@ from ..store.replay.summary import SnapshotSummary
 from ..telemetry.trace import summary
 from ..workspace import Workspace
 from .layers import FAILURE_TYPES, LAYER_COLORS, LAYER_NAMES, esc, layer_counts, pretty, schema_of, text_on
+from .shell import bundle, plain_text
 
 _BOX = "border:1px solid #bbb;border-radius:4px;padding:6px 10px;margin:2px 0;font-family:monospace"
 
@@ -191,6 +192,13 @@ class AgentRun:
 
     def __repr__(self) -> str:
         return "\n".join([f"AgentRun {self._head()}"] + [f"  {k + ':':<7} {v}" for k, v in self._lines()])
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str] | None:
+        """text/plain and text/html at once, each exactly what IPython's own formatter makes
+        of this run (the notebook stores the same bytes), so a cell's display skips asking the
+        two formatters one by one and pretty-printing the repr (shell.py)."""
+        return bundle(include, exclude, {"text/plain": lambda f: plain_text(self, f),
+                                         "text/html": lambda f: self._repr_html_()})
 
     def _repr_html_(self) -> str:
         verdict = _badge(self.ok, "ok" if self.ok else "NOT ok · fail-closed")

@@ -101,11 +101,24 @@ def decision_line(ev: Event) -> str:
     return f"{p.get('hook')} {p.get('handler')} -> {p.get('decision')}{why}"
 
 
+_LAYER_OF_TYPE: dict[str, str] = {}
+"""`layer_of` by event type, for every type but domain.error (whose payload names its layer):
+for those the layer is a function of the type alone. Bounded (a hand-made log can hold any
+number of types); types past the bound are looked up each time."""
+KEEP_TYPES = 256
+
+
 def layer_counts(events: Sequence[Event]) -> dict[str, int]:
     """Events per layer, L1..L8 (zero for layers the request never touched)."""
     counts = dict.fromkeys(LAYER_NAMES, 0)
+    known = _LAYER_OF_TYPE
     for ev in events:
-        layer = layer_of(ev)
+        t = ev.type
+        layer = known.get(t) if type(t) is str else None
+        if layer is None:
+            layer = layer_of(ev)
+            if type(t) is str and t != "domain.error" and len(known) < KEEP_TYPES:
+                known[t] = layer
         counts[layer] = counts.get(layer, 0) + 1
     return counts
 

@@ -17,10 +17,11 @@ from functools import wraps
 from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 
 from ..providers.faults import PRESETS
 from ..schemas.textcheck import text_error
+from .shell import expand
 
 KEEP_PARSED = 64
 """Lines each parser keeps parsed (the oldest dropped first)."""
@@ -33,7 +34,8 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(prog=f"%{name}", description=description, add_help=False,
                          allow_abbrev=False, epilog=f"example: {example}")
         self.example = example
-        self._parsed: dict[str, argparse.Namespace] = {}
+        self._parsed: dict[str, tuple[argparse.Namespace, tuple[str, ...]]] = {}
+        """Each line parsed without a problem: its Namespace and the names holding lists."""
         self.add_argument("-h", "--help", action="store_true", help="show this help and do nothing else")
 
     def error(self, message: str) -> NoReturn:
@@ -65,13 +67,19 @@ class _Parser(argparse.ArgumentParser):
         every time, so its error or help is shown again."""
         kept = self._parsed.get(line)
         if kept is None:
-            kept = self.parse_line(line)
-            if kept is None:
+            parsed = self.parse_line(line)
+            if parsed is None:
                 return None
-            self._parsed[line] = kept
+            lists = tuple(k for k, v in vars(parsed).items() if isinstance(v, list))
+            kept = self._parsed[line] = (parsed, lists)
             while len(self._parsed) > KEEP_PARSED:
                 del self._parsed[next(iter(self._parsed))]
-        return argparse.Namespace(**{k: list(v) if isinstance(v, list) else v for k, v in vars(kept).items()})
+        parsed, lists = kept
+        copy = argparse.Namespace()
+        copy.__dict__.update(parsed.__dict__)
+        for k in lists:
+            setattr(copy, k, list(getattr(parsed, k)))
+        return copy
 
 
 def _errors_as_usage(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -80,18 +88,24 @@ def _errors_as_usage(name: str) -> Callable[[Callable[..., Any]], Callable[..., 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         @wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Any:
-            from ..errors import ContractError
-            from ..providers.faults import FaultPlanError
-            from ..store.events import LogError
-            from . import api
-            from .source import UnknownSession
-
             try:
                 return fn(*args, **kwargs)
-            except (ContractError, FaultPlanError, UnknownSession, LogError, api.WorkbenchError) as exc:
+            except _user_errors() as exc:  # evaluated only when something was raised
                 raise UsageError(f"%{name}: {exc}") from None
         return inner
     return wrap
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The library's one-line domain errors (imported when one may have been raised: the
+    library loads on the first magic that needs it, not on every call)."""
+    from ..errors import ContractError
+    from ..providers.faults import FaultPlanError
+    from ..store.events import LogError
+    from . import api
+    from .source import UnknownSession
+
+    return (ContractError, FaultPlanError, UnknownSession, LogError, api.WorkbenchError)
 
 
 AGENT = _Parser("agent", '%agent "hello, greet Ada"',
@@ -168,12 +182,13 @@ class AgentMagics(Magics):
     last_session: str | None = None
 
     @line_magic
+    @no_var_expand  # expanded here, the same way, only when the line holds a $, { or }
     @_errors_as_usage("agent")
     def agent(self, line: str) -> Any:
         """Run a request: %agent [--profile NAME] [--faults PLAN] [--session ID] [--cycle ID]
         [--live] "PROMPT"; step it live: %agent --step [--layer L] "PROMPT"; or fork one:
         %agent --fork ID@K [--profile NAME] [--faults PLAN]."""
-        args = AGENT.parse_cached(line)
+        args = AGENT.parse_cached(expand(self.shell, line, above=2))  # run_line_magic, inner, here
         if args is None:
             return None
         prompt = " ".join(args.prompt).strip()
