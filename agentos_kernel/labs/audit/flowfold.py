@@ -14,12 +14,12 @@ events themselves.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from typing import Any
 
 from ...tools.dispatch import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
 from .ids import FullIds
-from .model import Gap
+from .model import Gap, schema_invalid
 from .pairs import Exact, Pairs
 
 REQUIRED_TYPES = (
@@ -51,14 +51,13 @@ GATED: dict[str, tuple[str, tuple[str, ...] | None]] = {
                                                  "session.close")),
     "Stop": ("agent.transition", None),  # a deny ends the loop: no pass after it
 }
-_PRESENT = frozenset((*REQUIRED_TYPES, *L8_REQUIRED))
+PRESENT = frozenset((*REQUIRED_TYPES, *L8_REQUIRED))
 _SCHEMA_CODE = "SCHEMA_INVALID"
-_CODE = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
 UNKNOWN = object()
 """The cycle's entry phase before the first workflow.started is read."""
 PENDING_CAP = 4096
-
-
+# what an event of one type does: (type, id, parent_id, payload, seq, line, position)
+Handler = Callable[[str, str, "str | None", "dict[str, Any]", int, int, int], None]
 
 
 def _refuses(t: str, p: dict[str, Any]) -> bool:
@@ -75,15 +74,6 @@ def _goes_on(t: str, p: dict[str, Any]) -> bool:
     return (t in ("tool.invoke", "llm.response", "workflow.phase_advanced",
                   "workflow.completed", *HANDOFFS)
             or (t == "session.close" and p.get("ok") is True))
-
-
-def _schema_invalid(t: str, p: dict[str, Any]) -> bool:
-    """SCHEMA_INVALID is among the codes the event reports (model.Entry.codes)."""
-    err = p.get("error")
-    if p.get("code") == _SCHEMA_CODE or (isinstance(err, dict) and err.get("code") == _SCHEMA_CODE):
-        return True
-    reason = p.get("reason")
-    return t == "session.close" and isinstance(reason, str) and _SCHEMA_CODE in _CODE.findall(reason)
 
 
 class FlowFold:
@@ -113,13 +103,23 @@ class FlowFold:
         self.phase: Any = phase  # UNKNOWN until the first workflow.started (or a to_phase)
         self.phase_gaps: list[tuple[int, Gap]] = []
         self.waiting: list[tuple[int, int, int, Any, Any]] = []  # phase advances awaiting the entry phase
+        # what each type does, past the checks every event gets (a type not here: `handler`)
+        self.handlers: dict[str, Handler | None] = {
+            "llm.request": self.llm.request, "tool.invoke": self.tool.request,
+            "llm.response": self.llm.answer, "llm.error": self.llm.answer,
+            "tool.result": self.tool.answer, "agent.transition": self._transition,
+            "hook.fired": self._hook}
+
+    def handler(self, typ: str) -> Handler | None:
+        """What an event of type `typ` does besides the checks every event gets."""
+        return self._workflow if typ.startswith("workflow.") else None
 
     def event(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
               pos: int) -> None:
-        if typ in _PRESENT:
+        if typ in PRESENT:
             self.present.add(typ)
         if self.denies:
-            self._denied(typ, seq, n)
+            self.denied(typ, seq, n)
         if self.violations:
             refuses = _refuses(typ, p)
             if refuses or _goes_on(typ, p):
@@ -127,30 +127,24 @@ class FlowFold:
                     if not refuses:
                         self._unrefused(vpos, vseq, vline, sid, where, f"{typ} (seq {seq}) goes on")
                 self.violations.clear()
-        if typ == "llm.request":
-            self.llm.request(eid, seq, n, pos, p)
-        elif typ == "tool.invoke":
-            self.tool.request(eid, seq, n, pos, p)
-        elif typ in ("llm.response", "llm.error"):
-            self.llm.answer(typ, pid, p, seq, n)
-        elif typ == "tool.result":
-            self.tool.answer(typ, pid, p, seq, n)
-        elif typ == "agent.transition":
-            self._transition(p, seq, n)
-        elif typ == "hook.fired":
-            self._hook(p, seq, n, pos)
-        elif typ.startswith("workflow."):
-            self._workflow(typ, p, seq, n, pos)
+        handle = self.handlers[typ] if typ in self.handlers else self.handler(typ)
+        if handle is not None:
+            handle(typ, eid, pid, p, seq, n, pos)
         if typ == "schema.violation":
             self.seen_violation = True
             self.violations.append((pos, seq, n, p.get("schema_id", "?"), p.get("where", "?")))
         elif (not self.seen_violation and ("code" in p or "error" in p or typ == "session.close")
-              and _schema_invalid(typ, p)):
-            self.schema.append((pos, Gap("schema-violation", seq, n, f"{typ} reports SCHEMA_INVALID "
-                                         "but no schema.violation was logged before it; log the "
-                                         "violation (schema_id, where, violations)")))
+              and schema_invalid(typ, p)):
+            self.unlogged(typ, seq, n, pos)
 
-    def _transition(self, p: dict[str, Any], seq: int, n: int) -> None:
+    def unlogged(self, typ: str, seq: int, n: int, pos: int) -> None:
+        """The gap of an event reporting SCHEMA_INVALID with no schema.violation before it."""
+        self.schema.append((pos, Gap("schema-violation", seq, n, f"{typ} reports SCHEMA_INVALID "
+                                     "but no schema.violation was logged before it; log the "
+                                     "violation (schema_id, where, violations)")))
+
+    def _transition(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+                    pos: int) -> None:
         to, frm = p.get("to"), p.get("from")
         if not isinstance(to, str) or not to:
             self.transitions.append(Gap("transition", seq, n, "agent.transition has no `to` state; "
@@ -167,7 +161,8 @@ class FlowFold:
                                             "entered, so a transition is missing from the log"))
         self.state, self.entered = to, seq
 
-    def _hook(self, p: dict[str, Any], seq: int, n: int, pos: int) -> None:
+    def _hook(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+              pos: int) -> None:
         hook, decision = p.get("hook"), p.get("decision")
         if not isinstance(hook, str) or not hook:
             self.hooks.append((pos, Gap("hook", seq, n, "hook.fired does not name its hook (payload.hook)")))
@@ -182,7 +177,7 @@ class FlowFold:
             gated, until = GATED[hook]
             self.denies.append((pos, str(hook), seq, gated, until))
 
-    def _denied(self, typ: str, seq: int, n: int) -> None:
+    def denied(self, typ: str, seq: int, n: int) -> None:
         """A deny's search for the step it gates ends at that step (a gap) or at `until`."""
         keep = []
         for d in self.denies:
@@ -199,7 +194,8 @@ class FlowFold:
                                      f"{where} is not refused: {then} without a deny, error, failed "
                                      "transition or not-ok close (fail closed)")))
 
-    def _workflow(self, typ: str, p: dict[str, Any], seq: int, n: int, pos: int) -> None:
+    def _workflow(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+                  pos: int) -> None:
         self.workflow = True
         if typ == "workflow.started":
             if self.started is None:

@@ -40,12 +40,14 @@ class Pairs:
         self.answered: dict[str, str] = {}  # the exact way: request id -> its first answer's name
         self.gaps: list[Gap] = []
 
-    def request(self, eid: str, seq: int, n: int, pos: int, p: dict[str, Any]) -> None:
+    def request(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+                pos: int) -> None:
         self.open[pos] = _Ask(eid, seq, n, self.ask, p)
         if self.full is None:
             self.open_ids[eid] = pos
 
-    def answer(self, typ: str, pid: str | None, p: dict[str, Any], seq: int, n: int) -> None:
+    def answer(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+               pos: int) -> None:
         full, key, ask = self.full, self.key, self.ask
         name = f"{typ} (seq {seq})"
         if pid is not None:

@@ -1,0 +1,146 @@
+"""A run of our writer's lines taken a 64 KiB chunk at a time (stream.py calls `take`).
+
+Every check the line-by-line loop makes on one of our lines is made here on the whole chunk
+at once where it can be (in C: one orjson.dumps of the chunk's events compared with its
+bytes, the ids against the counter ids formatted in one `%`, the seqs against a range, the
+session and envelope version counted), and per event only where it cannot (the chain, a
+parent read before, the flow checks, dispatched on the event's type). Nothing changes until
+the chunk is known to hold only lines the one-pass loop would take; the first event that is
+not (a chain that does not match, a parent not read before) ends the run there, and the
+rest of the chunk goes line by line, so findings and their messages are the loop's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+
+import orjson
+
+from .flowfold import PRESENT
+from .fold import LogFold
+from .model import schema_invalid
+
+CHUNK = 1 << 16
+KEYS = ("actor", "chain", "id", "parent_id", "payload", "schema_version", "seq", "session_id",
+        "ts", "type")
+"""An event of ours, its keys in canonical (sorted) order."""
+_BOUNDARY = frozenset(("session.start", "session.close"))
+_loads, _dumps, _SORT, _sha = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS, hashlib.sha256
+
+
+def chunks(read: Callable[[int], bytes]) -> Iterator[bytes]:
+    """The file's bytes as runs of whole lines (each ending in a newline), then what follows
+    the last newline, if anything."""
+    held: list[bytes] = []  # a line longer than a chunk, so far
+    while data := read(CHUNK):
+        cut = data.rfind(b"\n") + 1
+        if not cut:
+            held.append(data)
+            continue
+        if held:
+            held.append(data)
+            data = b"".join(held)
+            cut = data.rfind(b"\n") + 1
+            held = []
+        yield data[:cut] if cut < len(data) else data
+        if cut < len(data):
+            held.append(data[cut:])
+    if held:
+        yield b"".join(held)
+
+
+def take(fold: LogFold, buf: bytes, lines: list[bytes], n0: int) -> int:
+    """How many of `lines` (the chunk `buf` split at its newlines, the first being line
+    `n0 + 1`) were audited here: 0 when the chunk is not all lines the one-pass loop takes,
+    else up to the first event that needs the line-by-line way."""
+    ids, flow = fold.ids, fold.flow
+    e, m, form = fold.expected, len(lines), ids.form
+    if (ids.rising or form is None or ids.others or fold.full is not None or fold.close is not None
+            or not fold.has_seq or not fold.has_chain or type(fold.sid) is not str
+            or ids.high >= e or e < 2):
+        return 0
+    try:
+        objs = list(map(_loads, lines))
+        if _dumps(objs, option=_SORT) != b"[" + buf[:-1].replace(b"\n", b",") + b"]":
+            return 0  # a line that is not its canonical bytes (or a blank one): not ours
+        if list(map(tuple, objs)).count(KEYS) != m:
+            return 0
+        columns = zip(*map(dict.values, objs), strict=True)
+        actor, chain, eid, pid, payload, version, seq, sid, ts, typ = columns
+        seqs = range(e, e + m)
+        # the ids are the counter ids: joined, the same string (no id holds the newline)
+        tmpl = form[0].replace("%", "%%") + "%" + form[1] + "\n"
+        if ("\n".join(eid) + "\n" != (tmpl * m) % tuple(seqs) or seq != tuple(seqs)
+                or type(sum(seq)) is not int or sid.count(fold.sid) != m
+                or version.count("v1") != m):
+            return 0
+        "".join(ts)  # each a string, else TypeError
+        actors = "".join(actor)
+        types = set(typ)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, TypeError, ValueError):
+        return 0
+    if not all(type(t) is str and t for t in types) or not types.isdisjoint(_BOUNDARY):
+        return 0
+    if fold.later and not fold.later.keys().isdisjoint(eid):
+        return 0
+    if actors.isascii() and actors.isprintable() and '"' not in actors and "\\" not in actors:
+        at = [11 + len(a) for a in actor]  # where `,"chain":"` starts: the actor needs no escape
+    else:
+        at = [line.find(b',"chain":"') for line in lines]
+    if list(map(type, payload)).count(dict) != m:
+        payload = tuple(p if type(p) is dict else {} for p in payload)
+    simple = not flow.violations and "schema.violation" not in types
+    schema = simple and not flow.seen_violation
+    handlers, event = flow.handlers, flow.event
+    for t in types - handlers.keys():
+        handlers[t] = flow.handler(t)
+    prev, s, dn, dp = fold.prev, e - 1, n0 + 1 - e, fold.count + 1 - e
+    width, seen = len(form[0]), ids.seen
+    for line, k, c, i, par, p, t in zip(lines, at, chain, eid, pid, payload, typ, strict=True):
+        if _sha(prev + line[:k] + line[k + 75:]).hexdigest() != c:
+            break
+        if par is not None:  # read before: an earlier event of this chunk, or a bit set
+            try:
+                j = int(par[width:]) - e
+            except (TypeError, ValueError):
+                j = -1
+            if not (0 <= j <= s - e and eid[j] == par) and not (type(par) is str and seen(par)):
+                break
+        s += 1
+        prev = c.encode()
+        if not simple:
+            event(t, i, par, p, s, s + dn, s + dp)
+            continue
+        if flow.denies:
+            flow.denied(t, s, s + dn)
+        h = handlers[t]
+        if h is not None:
+            h(t, i, par, p, s, s + dn, s + dp)
+        if schema and ("code" in p or "error" in p) and schema_invalid(t, p):
+            flow.unlogged(t, s, s + dn, s + dp)
+    done = s - e + 1
+    if done:
+        flow.present.update(PRESENT.intersection(typ[:done]))
+        _set_bits(ids, e, s + 1)
+        fold.prev, fold.expected, fold.count = prev, s + 1, fold.count + done
+        fold.last = (typ[done - 1], s, s + dn)
+    return done
+
+
+def _set_bits(ids: object, a: int, b: int) -> None:
+    """Mark seqs a..b-1 as read (their counter ids)."""
+    bits: bytearray = ids.bits  # type: ignore[attr-defined]
+    if (b >> 3) >= len(bits):
+        bits.extend(bytes(max((b >> 3) + 1 - len(bits), len(bits))))
+    while a < b and a & 7:
+        bits[a >> 3] |= 1 << (a & 7)
+        a += 1
+    whole = (b >> 3) - (a >> 3) if a < b else 0
+    if whole > 0:
+        bits[a >> 3:b >> 3] = b"\xff" * whole
+        a += whole * 8
+    while a < b:
+        bits[a >> 3] |= 1 << (a & 7)
+        a += 1
+    ids.high = max(ids.high, b - 1)  # type: ignore[attr-defined]
