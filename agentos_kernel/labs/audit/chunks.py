@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
+from itertools import chain
 
 import orjson
 
@@ -25,6 +26,7 @@ CHUNK = 1 << 16
 KEYS = ("actor", "chain", "id", "parent_id", "payload", "schema_version", "seq", "session_id",
         "ts", "type")
 """An event of ours, its keys in canonical (sorted) order."""
+_KEYSET = frozenset(KEYS)
 _BOUNDARY = frozenset(("session.start", "session.close"))
 _loads, _dumps, _SORT, _sha = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS, hashlib.sha256
 
@@ -64,10 +66,11 @@ def take(fold: LogFold, buf: bytes, lines: list[bytes], n0: int) -> int:
         objs = list(map(_loads, lines))
         if _dumps(objs, option=_SORT) != b"[" + buf[:-1].replace(b"\n", b",") + b"]":
             return 0  # a line that is not its canonical bytes (or a blank one): not ours
-        if list(map(tuple, objs)).count(KEYS) != m:
+        # every key one of ours and ten of them: each event has exactly our keys
+        if not (set(chain.from_iterable(objs)) <= _KEYSET and sum(map(len, objs)) == 10 * m):
             return 0
         columns = zip(*map(dict.values, objs), strict=True)
-        actor, chain, eid, pid, payload, version, seq, sid, ts, typ = columns
+        actor, digest, eid, pid, payload, version, seq, sid, ts, typ = columns
         seqs = range(e, e + m)
         # the ids are the counter ids: joined, the same string (no id holds the newline)
         tmpl = form[0].replace("%", "%%") + "%" + form[1] + "\n"
@@ -97,7 +100,7 @@ def take(fold: LogFold, buf: bytes, lines: list[bytes], n0: int) -> int:
         handlers[t] = flow.handler(t)
     prev, s, dn, dp = fold.prev, e - 1, n0 + 1 - e, fold.count + 1 - e
     width, seen = len(form[0]), ids.seen
-    for line, k, c, i, par, p, t in zip(lines, at, chain, eid, pid, payload, typ, strict=True):
+    for line, k, c, i, par, p, t in zip(lines, at, digest, eid, pid, payload, typ, strict=True):
         if _sha(prev + line[:k] + line[k + 75:]).hexdigest() != c:
             break
         if par is not None:  # read before: an earlier event of this chunk, or a bit set

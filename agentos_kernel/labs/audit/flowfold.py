@@ -153,8 +153,7 @@ class FlowFold:
         if frm is not None:
             state = self.state
             now = state or "INTAKE"
-            new_pass = frm == "INTAKE" and state in (None, *PASS_ENDS)
-            if frm != now and not new_pass:
+            if frm != now and not (frm == "INTAKE" and (state is None or state in PASS_ENDS)):
                 since = f" (entered at seq {self.entered})" if self.entered is not None else ""
                 self.transitions.append(Gap("transition", seq, n, f"agent.transition from {frm} to "
                                             f"{to}, but the agent is in {now}{since}: {frm} was never "
@@ -170,10 +169,12 @@ class FlowFold:
             self.hooks.append((pos, Gap("hook", seq, n, f"hook.fired {hook} has decision {decision!r}; "
                                                         "a hook decides allow, deny or transform")))
             return
-        if decision == "deny" and not p.get("reason"):
+        if decision != "deny":
+            return
+        if not p.get("reason"):
             self.hooks.append((pos, Gap("hook", seq, n, f"hook.fired {hook} denies without a reason; "
                                                         "a deny says why")))
-        if decision == "deny" and hook in GATED:
+        if hook in GATED:
             gated, until = GATED[hook]
             self.denies.append((pos, str(hook), seq, gated, until))
 

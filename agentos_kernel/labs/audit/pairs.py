@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ids import FullIds
+from .ids import FullIds, Seen
 from .model import Gap
 
 
@@ -49,14 +49,17 @@ class Pairs:
     def answer(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
                pos: int) -> None:
         full, key, ask = self.full, self.key, self.ask
+        if pid is not None and full is None:
+            tpos = self.open_ids.pop(pid, None)
+            if tpos is None:  # answers something not open: only a log with a gap does
+                raise Exact
+            target = self.open.pop(tpos)
+            mine = p.get(key)
+            if mine is not None:
+                self._compare(mine, target.payload.get(key), target, typ, seq, n)
+            return
         name = f"{typ} (seq {seq})"
-        if pid is not None:
-            if full is None:
-                tpos = self.open_ids.get(pid)
-                if tpos is None:  # answers something not open: only a log with a gap does
-                    raise Exact
-                self._close(tpos, self.open[tpos], name, p, typ, seq, n)
-                return
+        if pid is not None and full is not None:
             s = full.last.get(pid)
             if s is None:
                 return  # check_parents names the dangling parent_id
@@ -68,7 +71,7 @@ class Pairs:
                 return
             self.answered[pid] = name
             self.open.pop(s.pos, None)
-            self._compare(p, s.keys[0 if key == "call_id" else 1], s.name(), typ, seq, n)
+            self._compare(p.get(key), s.keys[0 if key == "call_id" else 1], s, typ, seq, n)
             return
         tpos = self._match(p)
         if tpos is None:
@@ -87,7 +90,7 @@ class Pairs:
         else:
             self.answered[target.id] = name
         del self.open[tpos]
-        self._compare(p, target.payload.get(self.key), target.name(), typ, seq, n)
+        self._compare(p.get(self.key), target.payload.get(self.key), target, typ, seq, n)
 
     def _twice(self, tid: str, tname: str, seq: int, n: int) -> bool:
         first = self.answered.get(tid)
@@ -96,11 +99,10 @@ class Pairs:
                                                      f"one {self.ask}, one answer"))
         return first is not None
 
-    def _compare(self, p: dict[str, Any], theirs: Any, tname: str, typ: str, seq: int, n: int) -> None:
-        mine = p.get(self.key)
+    def _compare(self, mine: Any, theirs: Any, target: _Ask | Seen, typ: str, seq: int, n: int) -> None:
         if mine is not None and theirs is not None and mine != theirs:
             self.gaps.append(Gap(self.check, seq, n, f"{typ} has {self.key} {mine!r} but answers "
-                                                     f"{tname} with {self.key} {theirs!r}"))
+                                                     f"{target.name()} with {self.key} {theirs!r}"))
 
     def _match(self, p: dict[str, Any]) -> int | None:
         """Without parent_id: the open request with the same call id, else with the same tool
