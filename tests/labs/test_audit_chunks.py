@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,33 @@ def test_chunks_are_whole_lines(tmp_path: Path) -> None:
     assert b"".join(got) == data
     assert all(c.endswith(b"\n") for c in got[:-1]) and got[-1].endswith(b"tail")
     assert max(len(c) for c in got) < 200_000 + chunks.CHUNK * 2
+
+
+def _python_calls(fn: Any) -> int:
+    """How many Python-level functions `fn()` calls (C functions not counted)."""
+    calls = [0]
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            calls[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls[0]
+
+
+def test_what_runs_per_event_is_counted(tmp_path: Path) -> None:
+    """A speed-independent guard on the per-event Python: on a long log of ours the chunk
+    path calls about one Python function an event (the handler of its type, or a pending
+    deny's check; ≈ 1.5 on the reference request repeated), the line-by-line way about
+    2.3 (FlowFold.event for each, then the handler)."""
+    log = write_long_session(tmp_path, "calls", 6000)
+    audit_log(log)  # warm: imports
+    lines = log.read_bytes().splitlines(keepends=True)
+    chunked = _python_calls(lambda: audit_log(log)) / 6000
+    by_line = _python_calls(lambda: audit_lines(lines, "log")) / 6000
+    assert chunked < 1.7, chunked
+    assert by_line > chunked + 0.6, (by_line, chunked)

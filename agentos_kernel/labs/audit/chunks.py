@@ -95,9 +95,8 @@ def take(fold: LogFold, buf: bytes, lines: list[bytes], n0: int) -> int:
         payload = tuple(p if type(p) is dict else {} for p in payload)
     simple = not flow.violations and "schema.violation" not in types
     schema = simple and not flow.seen_violation
-    handlers, event = flow.handlers, flow.event
-    for t in types - handlers.keys():
-        handlers[t] = flow.handler(t)
+    known, event = flow.handlers, flow.event
+    handlers = {t: known[t] if t in known else flow.handler(t) for t in types}  # this chunk's
     prev, s, dn, dp = fold.prev, e - 1, n0 + 1 - e, fold.count + 1 - e
     width, seen = len(form[0]), ids.seen
     for line, k, c, i, par, p, t in zip(lines, at, digest, eid, pid, payload, typ, strict=True):

@@ -127,7 +127,8 @@ class FlowFold:
                     if not refuses:
                         self._unrefused(vpos, vseq, vline, sid, where, f"{typ} (seq {seq}) goes on")
                 self.violations.clear()
-        handle = self.handlers[typ] if typ in self.handlers else self.handler(typ)
+        handlers = self.handlers
+        handle = handlers[typ] if typ in handlers else self._workflow if typ.startswith("workflow.") else None
         if handle is not None:
             handle(typ, eid, pid, p, seq, n, pos)
         if typ == "schema.violation":
