@@ -31,29 +31,28 @@ _BOUNDARY = frozenset(("session.start", "session.close"))
 _loads, _dumps, _SORT, _sha = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS, hashlib.sha256
 
 
-def chunks(read: Callable[[int], bytes]) -> Iterator[bytes]:
-    """The file's bytes as runs of whole lines (each ending in a newline), then what follows
-    the last newline, if anything."""
-    held: list[bytes] = []  # a line longer than a chunk, so far
+def chunks(read: Callable[[int], bytes]) -> Iterator[tuple[list[bytes], bool]]:
+    """The file's lines (without their newlines), about `CHUNK` bytes of them at a time,
+    and whether they end with a newline (only the file's last line may not)."""
+    held: list[bytes] = []  # the start of a line not ended yet
     while data := read(CHUNK):
-        cut = data.rfind(b"\n") + 1
-        if not cut:
+        lines = data.split(b"\n")
+        if len(lines) == 1:
             held.append(data)
             continue
-        if held:
-            held.append(data)
-            data = b"".join(held)
-            cut = data.rfind(b"\n") + 1
+        if held:  # only the first line is copied again
+            held.append(lines[0])
+            lines[0] = b"".join(held)
             held = []
-        yield data[:cut] if cut < len(data) else data
-        if cut < len(data):
-            held.append(data[cut:])
+        if tail := lines.pop():
+            held.append(tail)
+        yield lines, True
     if held:
-        yield b"".join(held)
+        yield [b"".join(held)], False
 
 
-def take(fold: LogFold, buf: bytes, lines: list[bytes], n0: int) -> int:
-    """How many of `lines` (the chunk `buf` split at its newlines, the first being line
+def take(fold: LogFold, lines: list[bytes], n0: int) -> int:
+    """How many of `lines` (a chunk's lines without their newlines, the first being line
     `n0 + 1`) were audited here: 0 when the chunk is not all lines the one-pass loop takes,
     else up to the first event that needs the line-by-line way."""
     ids, flow = fold.ids, fold.flow
@@ -64,8 +63,11 @@ def take(fold: LogFold, buf: bytes, lines: list[bytes], n0: int) -> int:
         return 0
     try:
         objs = list(map(_loads, lines))
-        if _dumps(objs, option=_SORT) != b"[" + buf[:-1].replace(b"\n", b",") + b"]":
-            return 0  # a line that is not its canonical bytes (or a blank one): not ours
+        # each line its event's canonical bytes (each line is one JSON value: the joined
+        # lines equal the joined encodings only line for line)
+        enc, joined = _dumps(objs, option=_SORT), b",".join(lines)
+        if len(enc) != len(joined) + 2 or not enc.startswith(joined, 1):
+            return 0
         # every key one of ours and ten of them: each event has exactly our keys
         if not (set(chain.from_iterable(objs)) <= _KEYSET and sum(map(len, objs)) == 10 * m):
             return 0

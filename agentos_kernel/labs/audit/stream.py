@@ -4,7 +4,6 @@ other through LogFold.event, and the exact way when the one pass cannot answer (
 from __future__ import annotations
 
 import hashlib
-import io
 from collections.abc import Callable, Iterable
 
 import orjson
@@ -27,16 +26,13 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
         run_lines(fold, lines)
         return
     n = 0
-    for buf in chunks(read):
-        part = buf.split(b"\n")
-        last = part.pop()  # what follows the last newline: the file's last line, if any
-        done = take(fold, buf, part, n) if not last else 0
-        if done < len(part) or last:
-            # the rest, split as the file is read line by line (each line with its newline,
-            # which a JSON error's position counts)
-            rest = io.BytesIO(buf)
-            rest.seek(sum(map(len, part[:done])) + done)
-            run_lines(fold, rest, n + done)
+    for part, ended in chunks(read):
+        done = take(fold, part, n) if ended else 0
+        if done < len(part):
+            # the rest, as the file read line by line gives it: each line with its newline
+            # (which a JSON error's position counts)
+            rest = part[done:] if done else part
+            run_lines(fold, [x + b"\n" for x in rest] if ended else rest, n + done)
         n += len(part)
 
 
