@@ -100,9 +100,9 @@ def take(fold: LogFold, lines: list[bytes], n0: int) -> int:
     known, event = flow.handlers, flow.event
     handlers = {t: known[t] if t in known else flow.handler(t) for t in types}  # this chunk's
     prev, s, dn, dp = fold.prev, e - 1, n0 + 1 - e, fold.count + 1 - e
-    width, seen = len(form[0]), ids.seen
+    width, seen, stops, denied, sha = len(form[0]), ids.seen, flow.stops, flow.denied, _sha
     for line, k, c, i, par, p, t in zip(lines, at, digest, eid, pid, payload, typ, strict=True):
-        if _sha(prev + line[:k] + line[k + 75:]).hexdigest() != c:
+        if sha(prev + line[:k] + line[k + 75:]).hexdigest() != c:
             break
         if par is not None:  # read before: an earlier event of this chunk, or a bit set
             try:
@@ -116,8 +116,8 @@ def take(fold: LogFold, lines: list[bytes], n0: int) -> int:
         if not simple:
             event(t, i, par, p, s, s + dn, s + dp)
             continue
-        if flow.denies:
-            flow.denied(t, s, s + dn)
+        if t in stops:
+            denied(t, s, s + dn)
         h = handlers[t]
         if h is not None:
             h(t, i, par, p, s, s + dn, s + dp)

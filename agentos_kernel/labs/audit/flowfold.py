@@ -92,6 +92,7 @@ class FlowFold:
         self.entered: int | None = None  # seq of the transition that entered `state`
         self.hooks: list[tuple[int, Gap]] = []  # (position of the hook.fired, gap)
         self.denies: list[tuple[int, str, int, str, tuple[str, ...] | None]] = []
+        self.stops: set[str] = set()  # the types a pending deny gates or ends at
         self.schema: list[tuple[int, Gap]] = []
         self.violations: list[tuple[int, int, int, Any, Any]] = []  # pos, seq, line, schema_id, where
         self.seen_violation = False
@@ -118,7 +119,7 @@ class FlowFold:
               pos: int) -> None:
         if typ in PRESENT:
             self.present.add(typ)
-        if self.denies:
+        if typ in self.stops:
             self.denied(typ, seq, n)
         if self.violations:
             refuses = _refuses(typ, p)
@@ -178,9 +179,11 @@ class FlowFold:
         if hook in GATED:
             gated, until = GATED[hook]
             self.denies.append((pos, str(hook), seq, gated, until))
+            self.stops.update((gated, *(until or ())))
 
     def denied(self, typ: str, seq: int, n: int) -> None:
-        """A deny's search for the step it gates ends at that step (a gap) or at `until`."""
+        """A deny's search for the step it gates ends at that step (a gap) or at `until`
+        (only an event of a type in `stops` can end one)."""
         keep = []
         for d in self.denies:
             pos, hook, dseq, gated, until = d
@@ -190,6 +193,9 @@ class FlowFold:
             elif until is None or typ not in until:
                 keep.append(d)
         self.denies = keep
+        self.stops.clear()
+        for _, _, _, gated, until in keep:
+            self.stops.update((gated, *(until or ())))
 
     def _unrefused(self, pos: int, seq: int, n: int, sid: Any, where: Any, then: str) -> None:
         self.schema.append((pos, Gap("schema-violation", seq, n, f"schema.violation of {sid} at "
