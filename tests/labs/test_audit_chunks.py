@@ -145,13 +145,18 @@ def test_long_logs_with_anomalies_match(tmp_path: Path, monkeypatch: pytest.Monk
     _same(path)
 
 
+@pytest.mark.parametrize("live", [False, True])
 @pytest.mark.parametrize("chunk", [1000, 1 << 16])
 def test_a_clean_long_log_is_taken_a_chunk_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     chunk: int) -> None:
-    """A long log of ours goes the chunk path (a regression guard: a chunk refused for
-    nothing would go line by line, with the same findings)."""
+                                                     chunk: int, live: bool) -> None:
+    """A long log of ours, with counter ids or a live run's rising ones, goes the chunk path
+    (a regression guard: a chunk refused for nothing would go line by line, with the same
+    findings)."""
     monkeypatch.setattr(chunks, "CHUNK", chunk)
     log = write_long_session(tmp_path, "clean", 3000)
+    if live:
+        objs = _live_ids([orjson.loads(x) for x in log.read_bytes().splitlines()])
+        log.write_bytes(b"".join(_chained(objs)))
     taken: list[int] = []
     real = stream.take
     monkeypatch.setattr(stream, "take", lambda *a: taken.append(real(*a)) or taken[-1])
@@ -221,3 +226,15 @@ def test_what_runs_per_event_is_counted(tmp_path: Path) -> None:
     by_line = _python_calls(lambda: audit_lines(lines, "log")) / 6000
     assert chunked < 1.7, chunked
     assert by_line > chunked + 0.6, (by_line, chunked)
+
+
+@pytest.mark.parametrize("back", [900, 1000, 1023, 1024, 1025, 1100])
+def test_a_live_parent_near_the_edge_of_the_recent_ids(tmp_path: Path, back: int) -> None:
+    """A live run's parent_id naming an event about RECENT (1024) events back: inside the
+    recent ids it is taken, past them the ids are read again; the report is the oracle's."""
+    objs = _live_ids(_long(tmp_path, 3000))
+    objs[2500]["parent_id"] = objs[2500 - back]["id"]
+    path = tmp_path / f"edge{back}.events.jsonl"
+    path.write_bytes(b"".join(_chained(objs)))
+    _same(path)
+    assert not [g for g in audit_log(path).gaps if g.check == "parent"]

@@ -56,10 +56,11 @@ def take(fold: LogFold, lines: list[bytes], n0: int) -> int:
     `n0 + 1`) were audited here: 0 when the chunk is not all lines the one-pass loop takes,
     else up to the first event that needs the line-by-line way."""
     ids, flow = fold.ids, fold.flow
-    e, m, form = fold.expected, len(lines), ids.form
-    if (ids.rising or form is None or ids.others or fold.full is not None or fold.close is not None
-            or not fold.has_seq or not fold.has_chain or type(fold.sid) is not str
-            or ids.high >= e or e < 2):
+    e, m, form, rising = fold.expected, len(lines), ids.form, ids.rising
+    if (ids.top is None or m > ids.RECENT) if rising else (form is None or ids.high >= e):
+        return 0
+    if (ids.others or fold.full is not None or fold.close is not None or not fold.has_seq
+            or not fold.has_chain or type(fold.sid) is not str or e < 2):
         return 0
     try:
         objs = list(map(_loads, lines))
@@ -74,10 +75,14 @@ def take(fold: LogFold, lines: list[bytes], n0: int) -> int:
         columns = zip(*map(dict.values, objs), strict=True)
         actor, digest, eid, pid, payload, version, seq, sid, ts, typ = columns
         seqs = range(e, e + m)
-        # the ids are the counter ids: joined, the same string (no id holds the newline)
-        tmpl = form[0].replace("%", "%%") + "%" + form[1] + "\n"
-        if ("\n".join(eid) + "\n" != (tmpl * m) % tuple(seqs) or seq != tuple(seqs)
-                or type(sum(seq)) is not int or sid.count(fold.sid) != m
+        if rising:  # each a string (else TypeError), each above the one before
+            if not ("".join(eid) and eid[0] > ids.top and all(map(str.__lt__, eid, eid[1:]))):
+                return 0
+        elif form is not None:  # the counter ids: joined, the same string (no id holds "\n")
+            tmpl = form[0].replace("%", "%%") + "%" + form[1] + "\n"
+            if "\n".join(eid) + "\n" != (tmpl * m) % tuple(seqs):
+                return 0
+        if (seq != tuple(seqs) or type(sum(seq)) is not int or sid.count(fold.sid) != m
                 or version.count("v1") != m):
             return 0
         "".join(ts)  # each a string, else TypeError
@@ -100,11 +105,22 @@ def take(fold: LogFold, lines: list[bytes], n0: int) -> int:
     known, event = flow.handlers, flow.event
     handlers = {t: known[t] if t in known else flow.handler(t) for t in types}  # this chunk's
     prev, s, dn, dp = fold.prev, e - 1, n0 + 1 - e, fold.count + 1 - e
-    width, seen, stops, denied, sha = len(form[0]), ids.seen, flow.stops, flow.denied, _sha
+    stops, denied, sha, seen = flow.stops, flow.denied, _sha, ids.seen
+    width = len(form[0]) if form is not None else 0
+    asked, invoked, recent, ordered = flow.llm.open_ids, flow.tool.open_ids, ids.recent_set, ids.recent
+    here = set(eid) if rising and pid.count(None) != m else set()
+    # the recent ids still among the last RECENT read at every event of this chunk
+    low = ordered[len(ordered) + m - ids.RECENT] if len(ordered) + m > ids.RECENT else ""
     for line, k, c, i, par, p, t in zip(lines, at, digest, eid, pid, payload, typ, strict=True):
         if sha(prev + line[:k] + line[k + 75:]).hexdigest() != c:
             break
-        if par is not None:  # read before: an earlier event of this chunk, or a bit set
+        if par is None:
+            pass
+        elif rising:  # an open request's, a recent one, or one of this chunk before it
+            if not (type(par) is str and (par in asked or par in invoked
+                                          or (par >= low and par in recent) or (par < i and par in here))):
+                break
+        else:  # read before: an earlier event of this chunk, or a bit set
             try:
                 j = int(par[width:]) - e
             except (TypeError, ValueError):
@@ -124,9 +140,16 @@ def take(fold: LogFold, lines: list[bytes], n0: int) -> int:
         if schema and ("code" in p or "error" in p) and schema_invalid(t, p):
             flow.unlogged(t, s, s + dn, s + dp)
     done = s - e + 1
+    if done and rising:  # kept as ids.add keeps them: the highest, the last RECENT
+        ids.top = eid[done - 1]
+        ordered.extend(eid[:done])
+        recent.update(eid[:done])
+        while len(ordered) > ids.RECENT:
+            recent.discard(ordered.popleft())
+    elif done:
+        _set_bits(ids, e, s + 1)
     if done:
         flow.present.update(PRESENT.intersection(typ[:done]))
-        _set_bits(ids, e, s + 1)
         fold.prev, fold.expected, fold.count = prev, s + 1, fold.count + done
         fold.last = (typ[done - 1], s, s + dn)
     return done
