@@ -145,6 +145,16 @@ def test_long_logs_with_anomalies_match(tmp_path: Path, monkeypatch: pytest.Monk
     _same(path)
 
 
+def _taken(log: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int]]:
+    """`_same(log)`, and how many lines the chunk path took of each chunk, and each chunk's
+    lines."""
+    taken: list[int] = []
+    real = stream.take
+    monkeypatch.setattr(stream, "take", lambda *a: taken.append(real(*a)) or taken[-1])
+    _same(log)
+    return taken, [len(lines) for lines, _ in chunks.chunks(log.open("rb").read)]
+
+
 @pytest.mark.parametrize("live", [False, True])
 @pytest.mark.parametrize("chunk", [1000, 1 << 16])
 def test_a_clean_long_log_is_taken_a_chunk_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -157,11 +167,7 @@ def test_a_clean_long_log_is_taken_a_chunk_at_a_time(tmp_path: Path, monkeypatch
     if live:
         objs = _live_ids([orjson.loads(x) for x in log.read_bytes().splitlines()])
         log.write_bytes(b"".join(_chained(objs)))
-    taken: list[int] = []
-    real = stream.take
-    monkeypatch.setattr(stream, "take", lambda *a: taken.append(real(*a)) or taken[-1])
-    _same(log)
-    parts = [len(lines) for lines, _ in chunks.chunks(log.open("rb").read)]
+    taken, parts = _taken(log, monkeypatch)
     # the first chunk goes line by line (the log's form is learnt there), and the last (its
     # session.close is checked the general way); every other is taken whole
     assert len(parts) > 3 and taken[1:-1] == parts[1:-1], (taken, parts)
@@ -175,11 +181,7 @@ def test_an_anomaly_in_the_middle_of_a_chunk_ends_the_run_there(tmp_path: Path,
     objs[300]["parent_id"] = "nowhere"
     path = tmp_path / "mid.events.jsonl"
     path.write_bytes(b"".join(_chained(objs)))
-    taken: list[int] = []
-    real = stream.take
-    monkeypatch.setattr(stream, "take", lambda *a: taken.append(real(*a)) or taken[-1])
-    _same(path)
-    parts = [len(lines) for lines, _ in chunks.chunks(path.open("rb").read)]
+    taken, parts = _taken(path, monkeypatch)
     partial = [(t, p) for t, p in zip(taken, parts, strict=True) if 0 < t < p]
     assert len(partial) == 1, (taken, parts)
     assert [g.seq for g in audit_log(path).gaps if g.check == "parent"] == [301]
