@@ -1,4 +1,5 @@
-"""Driving the audit over a log's lines: the common line checked in one local loop, any
+"""Driving the audit over a log's lines: a file 64 KiB at a time, a run of our writer's
+lines checked a chunk at once (chunks.py), the common line otherwise in one local loop, any
 other through LogFold.event, and the exact way when the one pass cannot answer (fold.py)."""
 
 from __future__ import annotations
