@@ -5,10 +5,10 @@ at once where it can be (in C: one orjson.dumps of the chunk's events compared w
 bytes, the ids against the counter ids formatted in one `%` or each above the one before,
 the seqs against a range, the session and envelope version counted), and per event only
 where it cannot (the chain, a parent read before, the flow checks, dispatched on the
-event's type). Nothing changes until
-the chunk is known to hold only lines the one-pass loop would take; the first event that is
-not (a chain that does not match, a parent not read before) ends the run there, and the
-rest of the chunk goes line by line, so findings and their messages are the loop's.
+event's type). Nothing changes until the chunk is known to hold only lines the one-pass loop
+would take; the first event that is not (a chain that does not match, a parent not read
+before) ends the run there, and the rest of the chunk goes line by line, so findings and
+their messages are the loop's.
 """
 
 from __future__ import annotations
