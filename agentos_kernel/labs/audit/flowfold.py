@@ -14,12 +14,12 @@ events themselves.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from typing import Any
 
 from ...tools.dispatch import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
 from .ids import FullIds
-from .model import Gap
+from .model import Gap, schema_invalid
 from .pairs import Exact, Pairs
 
 REQUIRED_TYPES = (
@@ -51,14 +51,13 @@ GATED: dict[str, tuple[str, tuple[str, ...] | None]] = {
                                                  "session.close")),
     "Stop": ("agent.transition", None),  # a deny ends the loop: no pass after it
 }
-_PRESENT = frozenset((*REQUIRED_TYPES, *L8_REQUIRED))
+PRESENT = frozenset((*REQUIRED_TYPES, *L8_REQUIRED))
 _SCHEMA_CODE = "SCHEMA_INVALID"
-_CODE = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
 UNKNOWN = object()
 """The cycle's entry phase before the first workflow.started is read."""
 PENDING_CAP = 4096
-
-
+# what an event of one type does: (type, id, parent_id, payload, seq, line, position)
+Handler = Callable[[str, str, "str | None", "dict[str, Any]", int, int, int], None]
 
 
 def _refuses(t: str, p: dict[str, Any]) -> bool:
@@ -77,15 +76,6 @@ def _goes_on(t: str, p: dict[str, Any]) -> bool:
             or (t == "session.close" and p.get("ok") is True))
 
 
-def _schema_invalid(t: str, p: dict[str, Any]) -> bool:
-    """SCHEMA_INVALID is among the codes the event reports (model.Entry.codes)."""
-    err = p.get("error")
-    if p.get("code") == _SCHEMA_CODE or (isinstance(err, dict) and err.get("code") == _SCHEMA_CODE):
-        return True
-    reason = p.get("reason")
-    return t == "session.close" and isinstance(reason, str) and _SCHEMA_CODE in _CODE.findall(reason)
-
-
 class FlowFold:
     """The flow checks' state: open requests, the agent's state, denies and schema violations
     waiting on a later event, the cycle's phase, and which required types were seen."""
@@ -102,6 +92,7 @@ class FlowFold:
         self.entered: int | None = None  # seq of the transition that entered `state`
         self.hooks: list[tuple[int, Gap]] = []  # (position of the hook.fired, gap)
         self.denies: list[tuple[int, str, int, str, tuple[str, ...] | None]] = []
+        self.stops: set[str] = set()  # the types a pending deny gates or ends at
         self.schema: list[tuple[int, Gap]] = []
         self.violations: list[tuple[int, int, int, Any, Any]] = []  # pos, seq, line, schema_id, where
         self.seen_violation = False
@@ -113,13 +104,23 @@ class FlowFold:
         self.phase: Any = phase  # UNKNOWN until the first workflow.started (or a to_phase)
         self.phase_gaps: list[tuple[int, Gap]] = []
         self.waiting: list[tuple[int, int, int, Any, Any]] = []  # phase advances awaiting the entry phase
+        # what each type does, past the checks every event gets (a type not here: `handler`)
+        self.handlers: dict[str, Handler | None] = {
+            "llm.request": self.llm.request, "tool.invoke": self.tool.request,
+            "llm.response": self.llm.answer, "llm.error": self.llm.answer,
+            "tool.result": self.tool.answer, "agent.transition": self._transition,
+            "hook.fired": self._hook}
+
+    def handler(self, typ: str) -> Handler | None:
+        """What an event of type `typ` does besides the checks every event gets."""
+        return self._workflow if typ.startswith("workflow.") else None
 
     def event(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
               pos: int) -> None:
-        if typ in _PRESENT:
+        if typ in PRESENT:
             self.present.add(typ)
-        if self.denies:
-            self._denied(typ, seq, n)
+        if typ in self.stops:
+            self.denied(typ, seq, n)
         if self.violations:
             refuses = _refuses(typ, p)
             if refuses or _goes_on(typ, p):
@@ -127,30 +128,25 @@ class FlowFold:
                     if not refuses:
                         self._unrefused(vpos, vseq, vline, sid, where, f"{typ} (seq {seq}) goes on")
                 self.violations.clear()
-        if typ == "llm.request":
-            self.llm.request(eid, seq, n, pos, p)
-        elif typ == "tool.invoke":
-            self.tool.request(eid, seq, n, pos, p)
-        elif typ in ("llm.response", "llm.error"):
-            self.llm.answer(typ, pid, p, seq, n)
-        elif typ == "tool.result":
-            self.tool.answer(typ, pid, p, seq, n)
-        elif typ == "agent.transition":
-            self._transition(p, seq, n)
-        elif typ == "hook.fired":
-            self._hook(p, seq, n, pos)
-        elif typ.startswith("workflow."):
-            self._workflow(typ, p, seq, n, pos)
+        handlers = self.handlers
+        handle = handlers[typ] if typ in handlers else self._workflow if typ.startswith("workflow.") else None
+        if handle is not None:
+            handle(typ, eid, pid, p, seq, n, pos)
         if typ == "schema.violation":
             self.seen_violation = True
             self.violations.append((pos, seq, n, p.get("schema_id", "?"), p.get("where", "?")))
         elif (not self.seen_violation and ("code" in p or "error" in p or typ == "session.close")
-              and _schema_invalid(typ, p)):
-            self.schema.append((pos, Gap("schema-violation", seq, n, f"{typ} reports SCHEMA_INVALID "
-                                         "but no schema.violation was logged before it; log the "
-                                         "violation (schema_id, where, violations)")))
+              and schema_invalid(typ, p)):
+            self.unlogged(typ, seq, n, pos)
 
-    def _transition(self, p: dict[str, Any], seq: int, n: int) -> None:
+    def unlogged(self, typ: str, seq: int, n: int, pos: int) -> None:
+        """The gap of an event reporting SCHEMA_INVALID with no schema.violation before it."""
+        self.schema.append((pos, Gap("schema-violation", seq, n, f"{typ} reports SCHEMA_INVALID "
+                                     "but no schema.violation was logged before it; log the "
+                                     "violation (schema_id, where, violations)")))
+
+    def _transition(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+                    pos: int) -> None:
         to, frm = p.get("to"), p.get("from")
         if not isinstance(to, str) or not to:
             self.transitions.append(Gap("transition", seq, n, "agent.transition has no `to` state; "
@@ -159,15 +155,15 @@ class FlowFold:
         if frm is not None:
             state = self.state
             now = state or "INTAKE"
-            new_pass = frm == "INTAKE" and state in (None, *PASS_ENDS)
-            if frm != now and not new_pass:
+            if frm != now and not (frm == "INTAKE" and (state is None or state in PASS_ENDS)):
                 since = f" (entered at seq {self.entered})" if self.entered is not None else ""
                 self.transitions.append(Gap("transition", seq, n, f"agent.transition from {frm} to "
                                             f"{to}, but the agent is in {now}{since}: {frm} was never "
                                             "entered, so a transition is missing from the log"))
         self.state, self.entered = to, seq
 
-    def _hook(self, p: dict[str, Any], seq: int, n: int, pos: int) -> None:
+    def _hook(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+              pos: int) -> None:
         hook, decision = p.get("hook"), p.get("decision")
         if not isinstance(hook, str) or not hook:
             self.hooks.append((pos, Gap("hook", seq, n, "hook.fired does not name its hook (payload.hook)")))
@@ -175,15 +171,19 @@ class FlowFold:
             self.hooks.append((pos, Gap("hook", seq, n, f"hook.fired {hook} has decision {decision!r}; "
                                                         "a hook decides allow, deny or transform")))
             return
-        if decision == "deny" and not p.get("reason"):
+        if decision != "deny":
+            return
+        if not p.get("reason"):
             self.hooks.append((pos, Gap("hook", seq, n, f"hook.fired {hook} denies without a reason; "
                                                         "a deny says why")))
-        if decision == "deny" and hook in GATED:
+        if hook in GATED:
             gated, until = GATED[hook]
             self.denies.append((pos, str(hook), seq, gated, until))
+            self.stops.update((gated, *(until or ())))
 
-    def _denied(self, typ: str, seq: int, n: int) -> None:
-        """A deny's search for the step it gates ends at that step (a gap) or at `until`."""
+    def denied(self, typ: str, seq: int, n: int) -> None:
+        """A deny's search for the step it gates ends at that step (a gap) or at `until`
+        (only an event of a type in `stops` can end one)."""
         keep = []
         for d in self.denies:
             pos, hook, dseq, gated, until = d
@@ -193,13 +193,17 @@ class FlowFold:
             elif until is None or typ not in until:
                 keep.append(d)
         self.denies = keep
+        self.stops.clear()
+        for _, _, _, gated, until in keep:
+            self.stops.update((gated, *(until or ())))
 
     def _unrefused(self, pos: int, seq: int, n: int, sid: Any, where: Any, then: str) -> None:
         self.schema.append((pos, Gap("schema-violation", seq, n, f"schema.violation of {sid} at "
                                      f"{where} is not refused: {then} without a deny, error, failed "
                                      "transition or not-ok close (fail closed)")))
 
-    def _workflow(self, typ: str, p: dict[str, Any], seq: int, n: int, pos: int) -> None:
+    def _workflow(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+                  pos: int) -> None:
         self.workflow = True
         if typ == "workflow.started":
             if self.started is None:

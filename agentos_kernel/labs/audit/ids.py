@@ -43,6 +43,7 @@ class CompactIds:
         self.form: tuple[str, str] | None = None
         self.decided = False
         self.bits = bytearray(1024)
+        self.high = 0  # the highest seq whose bit is set
         self.others: set[str] = set()
         self.reread = reread
         self.rising = False
@@ -65,6 +66,8 @@ class CompactIds:
             if bits[byte] & bit:
                 return True
             bits[byte] |= bit
+            if seq > self.high:
+                self.high = seq
             return bool(self.others) and eid in self.others
         if self.rising:
             if self.top is None or eid > self.top:  # above every earlier id: new

@@ -28,6 +28,7 @@ class Gap:
 
 
 _CODE = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
+_SCHEMA_CODE = "SCHEMA_INVALID"
 
 
 @dataclass(frozen=True)
@@ -83,3 +84,13 @@ class Entry:
     def name(self) -> str:
         """How messages name this event: its type and seq."""
         return f"{self.type} (seq {self.seq})"
+
+
+def schema_invalid(t: str, p: dict[str, Any]) -> bool:
+    """SCHEMA_INVALID is among the codes the event of type `t` with payload `p` reports
+    (`Entry.codes`, without building the set)."""
+    err = p.get("error")
+    if p.get("code") == _SCHEMA_CODE or (isinstance(err, dict) and err.get("code") == _SCHEMA_CODE):
+        return True
+    reason = p.get("reason")
+    return t == "session.close" and isinstance(reason, str) and _SCHEMA_CODE in _CODE.findall(reason)

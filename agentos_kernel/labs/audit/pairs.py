@@ -16,16 +16,8 @@ class Exact(Exception):
     """What the one pass does not keep the state to answer: audit the exact way (fold.py)."""
 
 
-class _Ask:
-    """An open request."""
-
-    __slots__ = ("id", "line", "payload", "seq", "type")
-
-    def __init__(self, eid: str, seq: int, line: int, typ: str, payload: dict[str, Any]) -> None:
-        self.id, self.seq, self.line, self.type, self.payload = eid, seq, line, typ, payload
-
-    def name(self) -> str:
-        return f"{self.type} (seq {self.seq})"
+_Ask = tuple[str, int, int, dict[str, Any]]
+"""An open request: its id, seq, line and payload (a tuple: one is made for every request)."""
 
 
 class Pairs:
@@ -40,21 +32,26 @@ class Pairs:
         self.answered: dict[str, str] = {}  # the exact way: request id -> its first answer's name
         self.gaps: list[Gap] = []
 
-    def request(self, eid: str, seq: int, n: int, pos: int, p: dict[str, Any]) -> None:
-        self.open[pos] = _Ask(eid, seq, n, self.ask, p)
+    def request(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+                pos: int) -> None:
+        self.open[pos] = (eid, seq, n, p)
         if self.full is None:
             self.open_ids[eid] = pos
 
-    def answer(self, typ: str, pid: str | None, p: dict[str, Any], seq: int, n: int) -> None:
+    def answer(self, typ: str, eid: str, pid: str | None, p: dict[str, Any], seq: int, n: int,
+               pos: int) -> None:
         full, key, ask = self.full, self.key, self.ask
+        if pid is not None and full is None:
+            tpos = self.open_ids.pop(pid, None)
+            if tpos is None:  # answers something not open: only a log with a gap does
+                raise Exact
+            target = self.open.pop(tpos)
+            mine = p.get(key)
+            if mine is not None and (theirs := target[3].get(key)) is not None and mine != theirs:
+                self._compare(mine, theirs, self._name(target), typ, seq, n)
+            return
         name = f"{typ} (seq {seq})"
-        if pid is not None:
-            if full is None:
-                tpos = self.open_ids.get(pid)
-                if tpos is None:  # answers something not open: only a log with a gap does
-                    raise Exact
-                self._close(tpos, self.open[tpos], name, p, typ, seq, n)
-                return
+        if pid is not None and full is not None:
             s = full.last.get(pid)
             if s is None:
                 return  # check_parents names the dangling parent_id
@@ -66,7 +63,7 @@ class Pairs:
                 return
             self.answered[pid] = name
             self.open.pop(s.pos, None)
-            self._compare(p, s.keys[0 if key == "call_id" else 1], s.name(), typ, seq, n)
+            self._compare(p.get(key), s.keys[0 if key == "call_id" else 1], s.name(), typ, seq, n)
             return
         tpos = self._match(p)
         if tpos is None:
@@ -74,18 +71,21 @@ class Pairs:
                                                      f"{ask} before it; {self.fix}"))
             return
         target = self.open[tpos]
-        if full is not None and self._twice(target.id, target.name(), seq, n):
+        if full is not None and self._twice(target[0], self._name(target), seq, n):
             return
         self._close(tpos, target, name, p, typ, seq, n)
 
     def _close(self, tpos: int, target: _Ask, name: str, p: dict[str, Any], typ: str, seq: int,
                n: int) -> None:
         if self.full is None:
-            del self.open_ids[target.id]
+            del self.open_ids[target[0]]
         else:
-            self.answered[target.id] = name
+            self.answered[target[0]] = name
         del self.open[tpos]
-        self._compare(p, target.payload.get(self.key), target.name(), typ, seq, n)
+        self._compare(p.get(self.key), target[3].get(self.key), self._name(target), typ, seq, n)
+
+    def _name(self, target: _Ask) -> str:
+        return f"{self.ask} (seq {target[1]})"
 
     def _twice(self, tid: str, tname: str, seq: int, n: int) -> bool:
         first = self.answered.get(tid)
@@ -94,8 +94,7 @@ class Pairs:
                                                      f"one {self.ask}, one answer"))
         return first is not None
 
-    def _compare(self, p: dict[str, Any], theirs: Any, tname: str, typ: str, seq: int, n: int) -> None:
-        mine = p.get(self.key)
+    def _compare(self, mine: Any, theirs: Any, tname: str, typ: str, seq: int, n: int) -> None:
         if mine is not None and theirs is not None and mine != theirs:
             self.gaps.append(Gap(self.check, seq, n, f"{typ} has {self.key} {mine!r} but answers "
                                                      f"{tname} with {self.key} {theirs!r}"))
@@ -107,18 +106,18 @@ class Pairs:
         for field in (self.key, "name"):
             value = p.get(field)
             if value is not None:
-                same = [k for k, r in self.open.items() if r.payload.get(field) == value]
+                same = [k for k, r in self.open.items() if r[3].get(field) == value]
                 if same:
                     return same[-1]
         return next(reversed(self.open)) if self.open else None
 
     def finish(self) -> list[Gap]:
         """The gaps, then one for each request never answered."""
-        for r in self.open.values():
-            if r.id in self.answered:
+        for rid, rseq, rline, rp in self.open.values():
+            if rid in self.answered:
                 continue
-            what = r.payload.get("name") or r.payload.get("role") or ""
-            asked = f"{r.type}{f' {what}' if what else ''}"
-            self.gaps.append(Gap(self.check, r.seq, r.line, f"{asked} has no "
+            what = rp.get("name") or rp.get("role") or ""
+            asked = f"{self.ask}{f' {what}' if what else ''}"
+            self.gaps.append(Gap(self.check, rseq, rline, f"{asked} has no "
                                                             f"{' or '.join(self.answers)}; {self.fix}"))
         return self.gaps

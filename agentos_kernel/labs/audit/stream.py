@@ -1,4 +1,5 @@
-"""Driving the audit over a log's lines: the common line checked in one local loop, any
+"""Driving the audit over a log's lines: a file 64 KiB at a time, a run of our writer's
+lines checked a chunk at once (chunks.py), the common line otherwise in one local loop, any
 other through LogFold.event, and the exact way when the one pass cannot answer (fold.py)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from collections.abc import Callable, Iterable
 
 import orjson
 
+from .chunks import chunks, take
 from .fold import Hints, LogFold
 from .ids import Seen
 from .model import Gap
@@ -18,8 +20,26 @@ _BOUNDARY = ("session.start", "session.close")
 
 
 def run(fold: LogFold, lines: Iterable[bytes]) -> None:
-    """Feed every line to `fold`. A line our writer wrote that is the next link of a
-    numbered, chained log with counter or rising ids (ten fields of the right types, its
+    """Feed every line to `fold`: a file a chunk at a time (chunks.py takes a run of our
+    writer's lines at once; any other line goes `run_lines`), anything else line by line."""
+    read = getattr(lines, "read", None)
+    if read is None:
+        run_lines(fold, lines)
+        return
+    n = 0
+    for part, ended in chunks(read):
+        done = take(fold, part, n) if ended else 0
+        if done < len(part):
+            # the rest, as the file read line by line gives it: each line with its newline
+            # (which a JSON error's position counts)
+            rest = part[done:] if done else part
+            run_lines(fold, [x + b"\n" for x in rest] if ended else rest, n + done)
+        n += len(part)
+
+
+def run_lines(fold: LogFold, lines: Iterable[bytes], n0: int = 0) -> None:
+    """Feed `lines` (the first being line `n0 + 1`) to `fold`. A line our writer wrote that
+    is the next link of a numbered, chained log with counter or rising ids (ten fields of the right types, its
     bytes the canonical encoding, the expected seq, the next counter id or an id above the
     highest, the session's id, a parent read recently, its chain the digest) is taken here
     without building anything; any other line,
@@ -30,9 +50,11 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
     ids, flow_event = fold.ids, fold.flow.event
     open_llm, open_tool = fold.flow.llm.open_ids, fold.flow.tool.open_ids  # ids read before
     bits, recent = ids.bits, ids.recent_set
-    ready = rising = False
-    prefix, fmt, sid, expected, prev, count = "", "", "", 0, b"", 0
-    for n, line in enumerate(lines, 1):
+    ready, rising, prefix, fmt = _ready(fold), fold.ids.rising, "", ""
+    if ready:
+        prefix, fmt = fold.ids.form or ("", "")
+    sid, expected, prev, count = fold.sid, fold.expected, fold.prev, fold.count
+    for n, line in enumerate(lines, n0 + 1):
         if ready:
             try:
                 obj = loads(line)
@@ -63,6 +85,8 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
                             ids.add(eid, seq, n)  # above the highest: kept as a recent one
                         else:
                             bits[byte] |= bit
+                            if seq > ids.high:
+                                ids.high = seq
                         prev, expected = chain.encode(), seq + 1
                         count += 1
                         if fold.later and eid in fold.later:
@@ -73,14 +97,20 @@ def run(fold: LogFold, lines: Iterable[bytes]) -> None:
             fold.prev, fold.expected, fold.count = prev, expected, count
         fold.feed(n, line)
         bits, form, rising = ids.bits, ids.form, ids.rising
-        ready = ((form is not None or rising) and fold.has_seq and fold.has_chain and not ids.others
-                 and fold.full is None and fold.close is None and type(fold.sid) is str
-                 and (ids.top is not None or not rising))
+        ready = _ready(fold)
         if ready:
             prefix, fmt = form or ("", "")
             sid, expected, prev, count = fold.sid, fold.expected, fold.prev, fold.count
     if ready:
         fold.prev, fold.expected, fold.count = prev, expected, count
+
+
+def _ready(fold: LogFold) -> bool:
+    """Whether the next line may be taken as the next link of a log of ours."""
+    ids = fold.ids
+    return ((ids.form is not None or ids.rising) and fold.has_seq and fold.has_chain
+            and not ids.others and fold.full is None and fold.close is None
+            and type(fold.sid) is str and (ids.top is not None or not ids.rising))
 
 
 def _hints(lines: Iterable[bytes]) -> Hints:
