@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,11 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentos_kernel import Runtime
+from agentos_kernel.clock import CounterIds, LogicalClock
+from agentos_kernel.errors import InvariantViolation
 from agentos_kernel.hooks import bus
 from agentos_kernel.hooks.bus import HookDecision
 from agentos_kernel.schemas import jsontext
-from agentos_kernel.store.events import Event
+from agentos_kernel.store.events import Event, canonical, chain_of
 from agentos_kernel.store.jsonl import JsonlEventStore
+from agentos_kernel.store.recorder import SessionLog
 from agentos_kernel.store.redaction import Redactor
 
 from .fuzz import fuzz
@@ -148,3 +152,50 @@ def test_a_decision_object_is_judged_as_the_same_fields_in_a_dict(
     log = SimpleNamespace(schemas=runtime.schemas)
     fields = {"decision": decision} if reason is None else {"decision": decision, "reason": reason}
     assert bus._as_decision(HookDecision(decision, reason), log) == bus._as_decision(fields, log)
+
+
+def _old_line(prev: str | None, event: Event) -> tuple[str, bytes]:
+    """The chain and the stored line as SessionLog made them before issue 24's session 3:
+    `chain_of` the event, and `canonical` of the event with it."""
+    chain = chain_of(prev, event)
+    return chain, canonical({**event.to_dict(), "chain": chain})
+
+
+@fuzz(150)
+@given(steps=st.lists(st.tuples(st.sampled_from(["user", "system", "hook:(none)", 'a"\\\n\u00e9']) | _TEXT,
+                                st.booleans(), _TEXT), min_size=1, max_size=6))
+def test_the_session_log_writes_the_lines_and_chain_of_the_old_form(
+        runtime: Runtime, tmp_path_factory: pytest.TempPathFactory,
+        steps: list[tuple[str, bool, str]]) -> None:
+    """SessionLog.append with its per-session validators, line heads and chain bytes: each
+    stored line is `canonical` of the event with `chain_of` its predecessor, read back equal."""
+    store = JsonlEventStore(tmp_path_factory.mktemp("log"))
+    log = SessionLog(store, runtime.schemas, LogicalClock(), CounterIds(), "s1")
+    prev, written = None, []
+    for actor, ok, reason in steps:
+        try:
+            event = log.append("session.close", actor, {"ok": ok, "reason": reason})
+        except InvariantViolation:  # text no log can hold: refused before anything is written
+            assert log.seq == len(written)
+            continue
+        chain, line = _old_line(prev, event)
+        assert event.chain == chain and event.seq == len(written) + 1
+        prev = chain
+        written.append(line)
+    log.close()
+    stored = list(store.lines("s1")) if written else []
+    assert stored == [line + b"\n" for line in written]
+
+
+def test_the_session_log_refuses_what_the_schema_refuses(runtime: Runtime, tmp_path: Path) -> None:
+    """The validator looked up once per event type still refuses, with `violations`'
+    message; a value that is not JSON and an unknown type are refused too; nothing written."""
+    log = SessionLog(JsonlEventStore(tmp_path), runtime.schemas, LogicalClock(), CounterIds(), "s1")
+    for payload in ({"ok": "yes"}, {"ok": True, "extra": 1}, {"ok": True, "reason": datetime.now()}):
+        want = runtime.schemas.violations(payload, "event_session_close_v1")[0]
+        with pytest.raises(InvariantViolation, match=re.escape(f"{want.path}: {want.message}")):
+            log.append("session.close", "system", payload)
+        log.append("session.close", "system", {"ok": True})  # the validator, cached, says yes
+    with pytest.raises(InvariantViolation, match="no payload schema"):
+        log.append("no.such.type", "system", {})
+    assert log.seq == 3
