@@ -4,6 +4,7 @@ Speed itself is measured in bench/ (bench_floor.py), never in a test."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -21,6 +22,8 @@ from agentos_kernel.clock import CounterIds, LogicalClock
 from agentos_kernel.errors import InvariantViolation
 from agentos_kernel.hooks import bus
 from agentos_kernel.hooks.bus import HookDecision
+from agentos_kernel.providers.base import CompletionRequest, CompletionResponse, Usage
+from agentos_kernel.providers.frozen_init import GENERATED, quick_init
 from agentos_kernel.schemas import jsontext
 from agentos_kernel.store.events import Event, canonical, chain_of
 from agentos_kernel.store.jsonl import JsonlEventStore
@@ -199,3 +202,55 @@ def test_the_session_log_refuses_what_the_schema_refuses(runtime: Runtime, tmp_p
     with pytest.raises(InvariantViolation, match="no payload schema"):
         log.append("no.such.type", "system", {})
     assert log.seq == 3
+
+
+_FIELD = st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), _TEXT,
+                   st.tuples(st.dictionaries(_TEXT, _TEXT, max_size=2)),
+                   st.dictionaries(_TEXT, st.integers(), max_size=2))
+
+
+def _made(init: Any, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        value = object.__new__(cls)
+        init(value, *args, **kwargs)
+    except TypeError as exc:
+        return ("TypeError", str(exc))
+    try:
+        hashed: Any = hash(value)
+    except TypeError as exc:
+        hashed = str(exc)
+    return (value, repr(value), hashed, list(vars(value).items()))
+
+
+@fuzz(200)
+@given(which=st.sampled_from([Usage, CompletionRequest, CompletionResponse]),
+       values=st.lists(_FIELD, max_size=10), named=st.integers(0, 10),
+       extra=st.sampled_from([{}, {"nope": 1}]))
+def test_a_quick_init_makes_what_the_dataclass_init_makes(
+        which: type, values: list[Any], named: int, extra: dict[str, Any]) -> None:
+    """frozen_init.quick_init: the same value (equal, repr, hash, fields in order) or the
+    same TypeError as the __init__ dataclasses generated, for any arguments; still frozen."""
+    names = [f.name for f in dataclasses.fields(which)]
+    args, kwargs = tuple(values[:named]), dict(zip(names[named:], values[named:], strict=False))
+    kwargs.update(extra)
+    assert _made(which.__init__, which, args, kwargs) == _made(GENERATED[which], which, args, kwargs)
+    assert which.__init__ is not GENERATED[which]
+
+
+def test_quick_init_refuses_a_class_it_cannot_make() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Listed:
+        items: list[int] = dataclasses.field(default_factory=list)
+
+    @dataclasses.dataclass(frozen=True)
+    class Checked:
+        n: int
+
+        def __post_init__(self) -> None:
+            assert self.n > 0
+
+    for cls in (Listed, Checked):
+        with pytest.raises(TypeError, match="needs the __init__ dataclasses makes"):
+            quick_init(cls)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Usage(1, 2).cost_usd = 1.0  # type: ignore[misc]
