@@ -25,6 +25,7 @@ from agentos_kernel.hooks.bus import HookDecision
 from agentos_kernel.providers.base import CompletionRequest, CompletionResponse, Usage
 from agentos_kernel.providers.frozen_init import GENERATED, quick_init
 from agentos_kernel.schemas import jsontext
+from agentos_kernel.schemas.registry import Violation
 from agentos_kernel.store.events import Event, canonical, chain_of
 from agentos_kernel.store.jsonl import JsonlEventStore
 from agentos_kernel.store.recorder import SessionLog
@@ -202,6 +203,11 @@ def test_the_session_log_refuses_what_the_schema_refuses(runtime: Runtime, tmp_p
     with pytest.raises(InvariantViolation, match="no payload schema"):
         log.append("no.such.type", "system", {})
     assert log.seq == 3
+    # a registry swapped in mid-session (tools/mcp_serve.py's refresh) is the one asked next
+    log.schemas = SimpleNamespace(validity=lambda schema_id: lambda payload: False,  # type: ignore[assignment]
+                                  violations=lambda payload, schema_id: [Violation("/", "refused")])
+    with pytest.raises(InvariantViolation, match="/: refused"):
+        log.append("session.close", "system", {"ok": True})
 
 
 _FIELD = st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), _TEXT,

@@ -132,6 +132,7 @@ class SessionLog:
         self._link = chain.encode() if chain else b""
         """`_chain` as bytes: what the next line's chain hashes first."""
         self._valid: dict[str, Callable[[Any], bool]] = {}
+        self._valid_in = schemas  # the registry `_valid`'s checks come from
         self._heads: dict[str, bytes] = {}
         self.redact = Redactor.of(secrets, patterns, pii)
         """What every payload, and every error this log returns, goes through first."""
@@ -159,6 +160,8 @@ class SessionLog:
     def append(self, type: str, actor: str, payload: Any, parent_id: str | None = None) -> Event:
         """Redact `payload`, check it against its type's schema, then append. A bad payload
         here is a runtime bug (every caller builds payloads itself), so it raises."""
+        if self._valid_in is not self.schemas:  # the registry was swapped (mcp_serve's refresh)
+            self._valid, self._valid_in = {}, self.schemas
         valid = self._valid.get(type) or self._validity(type)
         payload = self._scrub(payload)
         try:
