@@ -43,6 +43,14 @@ class SystemClock:
         return round((time.perf_counter() - start) * 1000, 3)
 
 
+_MILLIS = tuple(f"{ms:03d}Z" for ms in range(1000))
+"""The end of a logical timestamp for each millisecond, formatted once: a format spec per
+event cost about 2,000 instructions (callgrind), twice per event (tests/test_clock.py
+compares the texts with the formatted ones)."""
+_SEQS = tuple(f"{seq:04d}" for seq in range(1024))
+"""`f"{seq:04d}"` of the first 1024 seqs, for `CounterIds` (the same saving)."""
+
+
 class LogicalClock:
     """A fixed epoch plus 1 ms per reading, and zero durations: byte-identical logs."""
 
@@ -61,15 +69,17 @@ class LogicalClock:
         # The same text as iso(EPOCH + ticks ms), with everything up to the second formatted
         # once per second: this runs for every event, and a request's events share their
         # second (tests/test_clock.py compares the two over any ticks).
-        second, ms = divmod(self._ticks, 1000)
-        self._ticks += 1
+        ticks = self._ticks
+        self._ticks = ticks + 1
+        ms = ticks % 1000
+        second = ticks // 1000
         if second != self._second:
             day, s = divmod(second, 86_400)
             m, s = divmod(s, 60)
             h, m = divmod(m, 60)
             date = (EPOCH + timedelta(days=day)).date().isoformat()
             self._second, self._head = second, f"{date}T{h:02d}:{m:02d}:{s:02d}."
-        return f"{self._head}{ms:03d}Z"
+        return self._head + _MILLIS[ms]
 
     def mark(self) -> float:
         return 0.0
@@ -88,6 +98,8 @@ class CounterIds:
     """Deterministic ids: `<session>-e<seq>`."""
 
     def event_id(self, session_id: str, seq: int) -> str:
+        if type(seq) is int and 0 <= seq < len(_SEQS):  # a session's first 1024 events
+            return f"{session_id}-e{_SEQS[seq]}"
         return f"{session_id}-e{seq:04d}"
 
 

@@ -4,9 +4,11 @@ Speed itself is measured in bench/ (bench_floor.py), never in a test."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,11 +18,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentos_kernel import Runtime
+from agentos_kernel.clock import CounterIds, LogicalClock
+from agentos_kernel.errors import InvariantViolation
 from agentos_kernel.hooks import bus
 from agentos_kernel.hooks.bus import HookDecision
+from agentos_kernel.providers.base import CompletionRequest, CompletionResponse, Usage
+from agentos_kernel.providers.frozen_init import GENERATED, quick_init
 from agentos_kernel.schemas import jsontext
-from agentos_kernel.store.events import Event
+from agentos_kernel.schemas.registry import Violation
+from agentos_kernel.store.events import Event, canonical, chain_of
 from agentos_kernel.store.jsonl import JsonlEventStore
+from agentos_kernel.store.recorder import SessionLog
 from agentos_kernel.store.redaction import Redactor
 
 from .fuzz import fuzz
@@ -148,3 +156,107 @@ def test_a_decision_object_is_judged_as_the_same_fields_in_a_dict(
     log = SimpleNamespace(schemas=runtime.schemas)
     fields = {"decision": decision} if reason is None else {"decision": decision, "reason": reason}
     assert bus._as_decision(HookDecision(decision, reason), log) == bus._as_decision(fields, log)
+
+
+def _old_line(prev: str | None, event: Event) -> tuple[str, bytes]:
+    """The chain and the stored line as SessionLog made them before issue 24's session 3:
+    `chain_of` the event, and `canonical` of the event with it."""
+    chain = chain_of(prev, event)
+    return chain, canonical({**event.to_dict(), "chain": chain})
+
+
+@fuzz(150)
+@given(steps=st.lists(st.tuples(st.sampled_from(["user", "system", "hook:(none)", 'a"\\\n\u00e9']) | _TEXT,
+                                st.booleans(), _TEXT), min_size=1, max_size=6))
+def test_the_session_log_writes_the_lines_and_chain_of_the_old_form(
+        runtime: Runtime, tmp_path_factory: pytest.TempPathFactory,
+        steps: list[tuple[str, bool, str]]) -> None:
+    """SessionLog.append with its per-session validators, line heads and chain bytes: each
+    stored line is `canonical` of the event with `chain_of` its predecessor, read back equal."""
+    store = JsonlEventStore(tmp_path_factory.mktemp("log"))
+    log = SessionLog(store, runtime.schemas, LogicalClock(), CounterIds(), "s1")
+    prev, written = None, []
+    for actor, ok, reason in steps:
+        try:
+            event = log.append("session.close", actor, {"ok": ok, "reason": reason})
+        except InvariantViolation:  # text no log can hold: refused before anything is written
+            assert log.seq == len(written)
+            continue
+        chain, line = _old_line(prev, event)
+        assert event.chain == chain and event.seq == len(written) + 1
+        prev = chain
+        written.append(line)
+    log.close()
+    stored = list(store.lines("s1")) if written else []
+    assert stored == [line + b"\n" for line in written]
+
+
+def test_the_session_log_refuses_what_the_schema_refuses(runtime: Runtime, tmp_path: Path) -> None:
+    """The validator looked up once per event type still refuses, with `violations`'
+    message; a value that is not JSON and an unknown type are refused too; nothing written."""
+    log = SessionLog(JsonlEventStore(tmp_path), runtime.schemas, LogicalClock(), CounterIds(), "s1")
+    for payload in ({"ok": "yes"}, {"ok": True, "extra": 1}, {"ok": True, "reason": datetime.now()}):
+        want = runtime.schemas.violations(payload, "event_session_close_v1")[0]
+        with pytest.raises(InvariantViolation, match=re.escape(f"{want.path}: {want.message}")):
+            log.append("session.close", "system", payload)
+        log.append("session.close", "system", {"ok": True})  # the validator, cached, says yes
+    with pytest.raises(InvariantViolation, match="no payload schema"):
+        log.append("no.such.type", "system", {})
+    assert log.seq == 3
+    # a registry swapped in mid-session (tools/mcp_serve.py's refresh) is the one asked next
+    log.schemas = SimpleNamespace(validity=lambda schema_id: lambda payload: False,  # type: ignore[assignment]
+                                  violations=lambda payload, schema_id: [Violation("/", "refused")])
+    with pytest.raises(InvariantViolation, match="/: refused"):
+        log.append("session.close", "system", {"ok": True})
+
+
+_FIELD = st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), _TEXT,
+                   st.tuples(st.dictionaries(_TEXT, _TEXT, max_size=2)),
+                   st.dictionaries(_TEXT, st.integers(), max_size=2))
+
+
+def _made(init: Any, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        value = object.__new__(cls)
+        init(value, *args, **kwargs)
+    except TypeError as exc:
+        return ("TypeError", str(exc))
+    try:
+        hashed: Any = hash(value)
+    except TypeError as exc:
+        hashed = str(exc)
+    return (value, repr(value), hashed, list(vars(value).items()))
+
+
+@fuzz(200)
+@given(which=st.sampled_from([Usage, CompletionRequest, CompletionResponse]),
+       values=st.lists(_FIELD, max_size=10), named=st.integers(0, 10),
+       extra=st.sampled_from([{}, {"nope": 1}]))
+def test_a_quick_init_makes_what_the_dataclass_init_makes(
+        which: type, values: list[Any], named: int, extra: dict[str, Any]) -> None:
+    """frozen_init.quick_init: the same value (equal, repr, hash, fields in order) or the
+    same TypeError as the __init__ dataclasses generated, for any arguments; still frozen."""
+    names = [f.name for f in dataclasses.fields(which)]
+    args, kwargs = tuple(values[:named]), dict(zip(names[named:], values[named:], strict=False))
+    kwargs.update(extra)
+    assert _made(which.__init__, which, args, kwargs) == _made(GENERATED[which], which, args, kwargs)
+    assert which.__init__ is not GENERATED[which]
+
+
+def test_quick_init_refuses_a_class_it_cannot_make() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Listed:
+        items: list[int] = dataclasses.field(default_factory=list)
+
+    @dataclasses.dataclass(frozen=True)
+    class Checked:
+        n: int
+
+        def __post_init__(self) -> None:
+            assert self.n > 0
+
+    for cls in (Listed, Checked):
+        with pytest.raises(TypeError, match="needs the __init__ dataclasses makes"):
+            quick_init(cls)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Usage(1, 2).cost_usd = 1.0  # type: ignore[misc]

@@ -15,8 +15,10 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import DomainError, Err, ErrorCode, Ok, Result
 from ..store.redaction import redact
 from ..tools.dispatch import ToolCall
+from .frozen_init import quick_init
 
 
+@quick_init
 @dataclass(frozen=True)
 class Usage:
     """Token usage and cost of one completion."""
@@ -29,6 +31,7 @@ class Usage:
     """Price of the call from the profile's price table."""
 
 
+@quick_init
 @dataclass(frozen=True)
 class CompletionRequest:
     """The spec's CompletionRequest (completion_request_v1)."""
@@ -63,6 +66,7 @@ class CompletionRequest:
         return d
 
 
+@quick_init
 @dataclass(frozen=True)
 class CompletionResponse:
     """The spec's CompletionResponse (completion_response_v1)."""

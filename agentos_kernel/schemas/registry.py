@@ -9,7 +9,7 @@ shared registry. A missing id is an error (`SCHEMA_NOT_FOUND`), never a pass.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -128,6 +128,14 @@ class SchemaRegistry:
             )
             self._validators[schema_id] = v
         return v
+
+    def validity(self, schema_id: str) -> Callable[[Any], bool]:
+        """The compiled check of `schema_id` (True: valid; ValueError on a value that is not
+        JSON), for a caller that checks many payloads against one schema; KeyError names an
+        unknown id. `violations` says what is wrong when it says no."""
+        if schema_id not in self._schemas:
+            raise KeyError(f"unknown schema id {schema_id!r}")
+        return self._validator(schema_id).is_valid  # type: ignore[no-any-return]
 
     def violations(self, payload: Any, schema_id: str) -> list[Violation]:
         """The violations of `schema_id` by `payload` (empty when valid; at most

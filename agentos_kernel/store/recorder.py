@@ -17,7 +17,7 @@ import orjson
 from ..clock import Clock, Ids
 from ..errors import DomainError, Err, InvariantViolation, Result
 from ..schemas.registry import SchemaRegistry, Violation, unloggable
-from .events import Event, EventStore, with_chain
+from .events import Event, EventStore
 from .redaction import Redactor
 
 _encode, _SORTED = orjson.dumps, orjson.OPT_SORT_KEYS
@@ -129,6 +129,11 @@ class SessionLog:
         self.session_id = session_id
         self.seq = seq
         self._chain = chain
+        self._link = chain.encode() if chain else b""
+        """`_chain` as bytes: what the next line's chain hashes first."""
+        self._valid: dict[str, Callable[[Any], bool]] = {}
+        self._valid_in = schemas  # the registry `_valid`'s checks come from
+        self._heads: dict[str, bytes] = {}
         self.redact = Redactor.of(secrets, patterns, pii)
         """What every payload, and every error this log returns, goes through first."""
         self._scrub = self.redact.bound()
@@ -155,15 +160,21 @@ class SessionLog:
     def append(self, type: str, actor: str, payload: Any, parent_id: str | None = None) -> Event:
         """Redact `payload`, check it against its type's schema, then append. A bad payload
         here is a runtime bug (every caller builds payloads itself), so it raises."""
-        schema_id = EVENT_SCHEMAS.get(type)
-        if schema_id is None:
-            raise InvariantViolation(f"event type {type!r} has no payload schema in EVENT_SCHEMAS")
+        if self._valid_in is not self.schemas:  # the registry was swapped (mcp_serve's refresh)
+            self._valid, self._valid_in = {}, self.schemas
+        valid = self._valid.get(type) or self._validity(type)
         payload = self._scrub(payload)
-        found = self.schemas.violations(payload, schema_id)
-        if found:
-            raise InvariantViolation(
-                f"{type} payload violates {schema_id}: {found[0].path}: {found[0].message}"
-            )
+        try:
+            ok = valid(payload)
+        except ValueError:  # not JSON: `violations` names where
+            ok = False
+        if not ok:
+            schema_id = EVENT_SCHEMAS[type]
+            found = self.schemas.violations(payload, schema_id)
+            if found:
+                raise InvariantViolation(
+                    f"{type} payload violates {schema_id}: {found[0].path}: {found[0].message}"
+                )
         prev = self._chain
         seq = self.seq = self.seq + 1
         body = {
@@ -178,9 +189,11 @@ class SessionLog:
             "seq": seq,
         }
         # Same bytes as events.chain_of(prev, event), without building the event twice; the
-        # stored line reuses them (with_chain) instead of encoding the payload once more.
+        # stored line reuses them (the splice of events.with_chain) instead of encoding the
+        # payload once more.
         encoded = _encode(body, option=_SORTED)
-        chain = self._chain = sha256(b"%s%s" % (prev.encode() if prev else b"", encoded)).hexdigest()
+        link = self._link
+        chain = self._chain = sha256(link + encoded if link else encoded).hexdigest()
         body["chain"] = chain  # the body is not used again: it becomes the event's own
         event = Event.trusted(body)
         if self.gates:
@@ -190,12 +203,30 @@ class SessionLog:
             except BaseException:
                 self.seq, self._chain = seq - 1, prev
                 raise
-        self.store.append(event, with_chain(encoded, actor, chain))
+        head = self._heads.get(actor) or self._head(actor)
+        if not encoded.startswith(head):
+            raise ValueError("body is not the canonical encoding of an event (actor first)")
+        self._link = link = chain.encode()
+        self.store.append(event, b'%s,"chain":"%s"%s' % (head, link, encoded[len(head):]))
         if self.root_cause is None and type in _FAILING and (code := failure_code(event)) is not None:
             self.root_cause = (code, seq)
         for watch in self.watchers:
             watch(event)
         return event
+
+    def _validity(self, type: str) -> Callable[[Any], bool]:
+        """The compiled check of `type`'s payload schema, looked up once per session (the
+        registry's `is_valid`; `violations` only runs when it says no)."""
+        schema_id = EVENT_SCHEMAS.get(type)
+        if schema_id is None:
+            raise InvariantViolation(f"event type {type!r} has no payload schema in EVENT_SCHEMAS")
+        valid = self._valid[type] = self.schemas.validity(schema_id)
+        return valid
+
+    def _head(self, actor: str) -> bytes:
+        """`{"actor":<actor>`: how every canonical line of `actor` starts (its first key)."""
+        head = self._heads[actor] = b'{"actor":' + _encode(actor)
+        return head
 
     def check(self, payload: Any, schema_id: str, *, where: str, actor: str,
               parent_id: str | None = None, built: bool = False) -> Result[Any]:
