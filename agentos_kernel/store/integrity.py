@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -136,27 +137,28 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
     scan = Scan(path, expected_head, session_id)
     if reread is None and isinstance(lines, list | tuple):
         reread = lambda: lines  # noqa: E731 - a list reads again as it is
+    read = [0]  # bytes read, counted only where the lines cannot be read again
+    it = iter(lines) if reread is not None else _counted(lines, read)
     scan.reread = reread
     scan.each = each
     torn: TornTail | None = None
     notes: list[str] = []
     unterminated = False
-    offset = 0
-    it = enumerate(lines, 1)
-    for n, raw in it:
+    n = 0
+    for raw in it:
+        n += 1
         while True:  # the general way for this line, then `Scan.run` while lines are links
-            offset += len(raw)
             if not raw.strip():
                 if raw.endswith(b"\n"):
                     scan.blank_line(n)
                     break
-                torn = TornTail(path, n, offset - len(raw), len(raw))  # the last segment, not JSON
+                torn = _torn(path, n, raw, reread, read)  # the last segment, not JSON
                 break
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 if not raw.endswith(b"\n"):  # the final segment: torn, set aside
-                    torn = TornTail(path, n, offset - len(raw), len(raw))
+                    torn = _torn(path, n, raw, reread, read)
                     break
                 scan.events += 1
                 scan.next_id = None
@@ -172,16 +174,30 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
                 each(obj)
             if scan.next_id is None or not FAST:
                 break
-            stop, used = scan.run(it)
-            offset += used
+            taken, stop = scan.run(it)
+            n += taken
             if stop is None:
                 break
-            n, raw = stop
+            n, raw = n + 1, stop
         if torn is not None:
             break
     problem, blank, head = scan.finish(notes)
     return VerifyReport(path, scan.events, bool(scan.chained), head, problem, torn, tuple(notes),
                         unterminated, blank, scan.misplaced)
+
+
+def _counted(lines: Iterable[bytes], read: list[int]) -> Iterator[bytes]:
+    for raw in lines:
+        read[0] += len(raw)
+        yield raw
+
+
+def _torn(path: Path, n: int, raw: bytes, reread: Callable[[], Iterable[bytes]] | None,
+          read: list[int]) -> TornTail:
+    """The torn final segment `raw` at line `n`, at the offset of the bytes before it (summed
+    again from the lines read again: `Scan.run` does not count them)."""
+    before = read[0] - len(raw) if reread is None else sum(map(len, islice(reread(), n - 1)))
+    return TornTail(path, n, before, len(raw))
 
 
 __all__ = ["TORN_SUFFIX", "Finding", "VerifyReport", "verify_lines", "verify_log", "verify_session"]
