@@ -47,10 +47,10 @@ class Scan(Seen):
         self.session_id: str | None = None
         self.prev_chain: str | None = None
         super().__init__()
-        self.each: Callable[[dict[str, Any]], None] | None = None  # each event, as it checks out
+        self.fold: Any = None  # integrity.Folding: folds each event as it checks out
         self.last: Any = None  # the last event read before any problem
         # An actor's canonical bytes as a line begins (`{"actor":"..."`), and where the chain
-        # member after them ends; what `run` calls for a type (`each`). Never session.close.
+        # member after them ends; what `run` calls for a type (`fold.for_type`). Never session.close.
         self.heads: dict[str, tuple[bytes, int]] = {}
         self.steps: dict[str, Callable[[dict[str, Any]], None] | None] = {}
         self.next_id: str | bool | None = None  # the id `run` expects next (True: any id above
@@ -144,7 +144,7 @@ class Scan(Seen):
             head = b'{"actor":' + orjson.dumps(actor)  # what canonical() begins a line with
             self.heads[actor] = head, len(head) + 75  # ',"chain":"' + 64 hex digits + '"'
         if t not in self.steps and t != "session.close" and len(self.steps) < _REMEMBERED:
-            self.steps[t] = self.each
+            self.steps[t] = None if self.fold is None else self.fold.for_type(t)
 
     def _next_id(self) -> str | bool | None:
         """The writer's id of the next seq, when the log is chained, numbered and its ids
