@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,8 +122,9 @@ class _BoundedFold(_Fold):
         # The types `take` folds by a step of their own (llm.response, agent.transition: their
         # step alone; hook decisions, tool calls: tallied and kept as is).
         self._own: dict[str, Callable[[dict[str, Any]], None]] = {
-            "hook.fired": self._hook, "tool.invoke": self._tool, "llm.response": self._response,
-            "agent.transition": self._transition}
+            "hook.fired": self._hook, "tool.invoke": self._tool,
+            "llm.response": partial(self._own_step, _Fold.response),
+            "agent.transition": partial(self._own_step, _Fold.transition)}
 
     def fold(self, eid: str, session_id: str, t: str, actor: str, payload: Any) -> None:
         key = _LISTED.get(t)
@@ -191,17 +193,10 @@ class _BoundedFold(_Fold):
     def _tool(self, e: dict[str, Any]) -> None:
         self._tally("tools_invoked", e["payload"])
 
-    def _response(self, e: dict[str, Any]) -> None:
+    def _own_step(self, step: Callable[[_Fold, str, dict[str, Any]], None], e: dict[str, Any]) -> None:
         p = e["payload"]
         try:
-            self.response(e["actor"], p if type(p) is dict else {})
-        except WRONG_TYPES:
-            self.failed = True
-
-    def _transition(self, e: dict[str, Any]) -> None:
-        p = e["payload"]
-        try:
-            self.transition(e["actor"], p if type(p) is dict else {})
+            step(self, e["actor"], p if type(p) is dict else {})
         except WRONG_TYPES:
             self.failed = True
 
