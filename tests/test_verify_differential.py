@@ -23,6 +23,7 @@ from agentos_kernel.kernel import Runtime
 from agentos_kernel.store.events import canonical
 from agentos_kernel.store.integrity import verify_lines, verify_log
 from agentos_kernel.store.integrity_scan import Scan
+from agentos_kernel.store.replay.summary import _BoundedFold
 from agentos_kernel.testing import write_long_session
 
 from .helpers import Run
@@ -259,3 +260,12 @@ def test_a_torn_tail_after_the_fast_path_is_placed_where_it_begins(tmp_path: Pat
         assert report.torn is not None and report.events == 2999 and report.problem is None
         assert {"line": report.torn.line, "offset": report.torn.offset, "size": report.torn.size} == want
     assert verify_lines(data, Path("x.jsonl")).to_dict() == _general(monkeypatch, data)
+
+
+def test_each_sees_every_event_in_order_and_takes_no_fold_beside_it(tmp_path: Path) -> None:
+    lines = write_long_session(tmp_path, "e", 2100).read_bytes().splitlines(keepends=True)
+    seen: list[int] = []
+    assert verify_lines(lines, Path("x.jsonl"), each=lambda e: seen.append(e["seq"])).ok
+    assert seen == list(range(1, 2101))
+    with pytest.raises(ValueError, match="not both"):
+        verify_lines(lines, Path("x.jsonl"), each=print, fold=_BoundedFold(3))
