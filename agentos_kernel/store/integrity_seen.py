@@ -136,16 +136,16 @@ def thousand_ids(pct: str, width: int, seq: int) -> tuple[str, list[str], int]:
 
 def writer_ids(form: tuple[str, str], seq: int) -> Iterator[str]:
     """The writer's ids (`form`: id_form's prefix and format) of seq, seq + 1, ... without
-    end, a thousand at a time from thousand_ids, each id a concatenation made in C
-    (integrity_scan.Scan.run zips them with the lines)."""
+    end, a thousand at a time from thousand_ids (integrity_scan.Scan.run zips them with the
+    lines)."""
     pct = form[0].replace("%", "%%") + "%" + form[1]
     return chain.from_iterable(_thousands(pct, int(form[1][1:-1]), seq))
 
 
-def _thousands(pct: str, width: int, seq: int) -> Iterator[Iterator[str]]:
+def _thousands(pct: str, width: int, seq: int) -> Iterator[list[str]]:
     while True:
         hi, low, end = thousand_ids(pct, width, seq)
-        yield map(hi.__add__, low[seq % 1000:])
+        yield [hi + x for x in low[seq % 1000:]]  # a comprehension: faster than map(hi.__add__)
         seq = end
 
 
