@@ -21,11 +21,13 @@ from hypothesis import strategies as st
 
 from agentos_kernel.kernel import Runtime
 from agentos_kernel.store.events import canonical
-from agentos_kernel.store.integrity import verify_lines
+from agentos_kernel.store.integrity import verify_lines, verify_log
+from agentos_kernel.store.integrity_scan import Scan
+from agentos_kernel.store.replay.summary import _BoundedFold
 from agentos_kernel.testing import write_long_session
 
 from .helpers import Run
-from .test_verify import Lines, edited, rechain
+from .test_verify import AMEND, Lines, edited, forged_tail, rechain
 from .test_verify_bounded import _general, _rising, _with_ids
 
 
@@ -187,3 +189,83 @@ def test_the_writers_ids_of_any_width_across_thousands(tmp_path: Path, monkeypat
     other = rechain(edited(edited(data, 4, id="005"), 6, id="005"), 4)
     found = verify_lines(other, Path("x.jsonl")).to_dict()
     assert found == _general(monkeypatch, other) and found["findings"][0]["line"] == 7
+
+
+# Scan.run takes a line only when an earlier line had its actor (whose canonical bytes begin the
+# line: the chain member is cut out after them) and its type, never a session.close or what
+# follows one; the bytes before a torn tail are summed again from the lines read again.
+ACTORS = ["user", 'a"b', "\u00e9t\u00e9", "back\\slash", "x\u2028y", "\U0001f600", "", "tab\t", "hook:(none)"]
+
+
+def _actors(data: Lines, actors: list[str]) -> Lines:
+    out = [orjson.loads(x) for x in data]
+    for k, obj in enumerate(out):
+        obj["actor"] = actors[k % len(actors)]
+    return rechain([canonical(obj) + b"\n" for obj in out])
+
+
+def _general_lines(data: Lines) -> int:
+    """How many lines of `data` verify_lines checks the general way (Scan.line)."""
+    calls = []
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Scan, "line", lambda self, n, obj, raw, f=Scan.line: (calls.append(n),
+                                                                        f(self, n, obj, raw)))
+        verify_lines(data, Path("x.jsonl"))
+    return len(calls)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS)
+def test_actors_in_any_spelling_are_cut_out_as_the_general_path_cuts_them(
+        canonical_run: Run, monkeypatch: pytest.MonkeyPatch, ops: Ops) -> None:
+    log = _actors(canonical_run.log_path.read_bytes().splitlines(keepends=True), ACTORS)
+    assert verify_lines(log, Path("x.jsonl")).ok
+    data = _tamper(list(log), ops)
+    assert verify_lines(data, Path("x.jsonl")).to_dict() == _general(monkeypatch, data)
+
+
+def test_the_fast_path_takes_every_line_whose_actor_and_type_were_seen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = write_long_session(tmp_path, "w", 2100).read_bytes().splitlines(keepends=True)
+    firsts = len({orjson.loads(x)["actor"] for x in lines} | {orjson.loads(x)["type"] for x in lines})
+    assert _general_lines(lines) <= firsts + 2  # each first seen, session.close, the first line
+    many = _actors(lines, [f"a{k}" for k in range(300)])  # more actors than a Scan remembers
+    assert verify_lines(many, Path("x.jsonl")).to_dict() == _general(monkeypatch, many)
+    assert _general_lines(many) >= 256 + sum(k % 300 >= 256 for k in range(2100))  # not remembered
+    odd = _actors(lines, ACTORS)
+    assert verify_lines(odd, Path("x.jsonl")).to_dict() == _general(monkeypatch, odd)
+    assert _general_lines(odd) <= firsts + len(ACTORS) + 2
+
+
+def test_what_follows_a_session_close_goes_the_general_way(canonical_run: Run,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    log = canonical_run.log_path.read_bytes().splitlines(keepends=True)
+    for type_, kind in (("event.amended", None), ("llm.request", "appended"), ("hook.fired", "appended")):
+        data = list(log)
+        for _ in range(3):  # three lines after the close, each chained over its own bytes
+            data = forged_tail(data, type_, AMEND)
+        found = verify_lines(data, Path("x.jsonl")).to_dict()
+        assert found == _general(monkeypatch, data)
+        assert (found["findings"][0]["kind"] if found["findings"] else None) == kind, found
+
+
+def test_a_torn_tail_after_the_fast_path_is_placed_where_it_begins(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = write_long_session(tmp_path, "t", 3000).read_bytes().splitlines(keepends=True)
+    data = [*lines[:-1], lines[-1][:40]]
+    path = tmp_path / "torn.jsonl"
+    path.write_bytes(b"".join(data))
+    want = {"line": 3000, "offset": sum(map(len, lines[:-1])), "size": 40}
+    for report in (verify_log(path), verify_lines(data, path), verify_lines(iter(data), path)):
+        assert report.torn is not None and report.events == 2999 and report.problem is None
+        assert {"line": report.torn.line, "offset": report.torn.offset, "size": report.torn.size} == want
+    assert verify_lines(data, Path("x.jsonl")).to_dict() == _general(monkeypatch, data)
+
+
+def test_each_sees_every_event_in_order_and_takes_no_fold_beside_it(tmp_path: Path) -> None:
+    lines = write_long_session(tmp_path, "e", 2100).read_bytes().splitlines(keepends=True)
+    seen: list[int] = []
+    assert verify_lines(lines, Path("x.jsonl"), each=lambda e: seen.append(e["seq"])).ok
+    assert seen == list(range(1, 2101))
+    with pytest.raises(ValueError, match="not both"):
+        verify_lines(lines, Path("x.jsonl"), each=print, fold=_BoundedFold(3))

@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -97,16 +98,50 @@ class VerifyReport:
                 "notes": list(self.notes)}
 
 
+class Folding(Protocol):
+    """What folds the events of a verify pass as it reads them (a summary made in the same
+    pass: `store.reading.verified_summary`); events after the first problem are never folded."""
+
+    def take(self, e: dict[str, Any]) -> None:
+        """An event the general way checked (every line of the log when `for_type` gives None)."""
+
+    def for_type(self, t: str) -> Callable[[dict[str, Any]], None] | None:
+        """What `Scan.run` calls with each event of type `t` it takes; None: such an event is
+        only counted (`end` tells how many events there were in all)."""
+
+    def end(self, events: int, last: dict[str, Any] | None) -> None:
+        """Once all lines were read: how many events, and the last one before any problem."""
+
+
+@dataclass(frozen=True)
+class _Each:
+    """`each` as a Folding: called with every event."""
+
+    each: Callable[[dict[str, Any]], None]
+    """The callable."""
+
+    def take(self, e: dict[str, Any]) -> None:
+        self.each(e)
+
+    def for_type(self, t: str) -> Callable[[dict[str, Any]], None] | None:
+        return self.each
+
+    def end(self, events: int, last: dict[str, Any] | None) -> None:
+        pass
+
+
 def verify_log(path: Path, expected_head: str | None = None, *,
-               each: Callable[[dict[str, Any]], None] | None = None) -> VerifyReport:
+               each: Callable[[dict[str, Any]], None] | None = None,
+               fold: Folding | None = None) -> VerifyReport:
     """Check a log line by line; streaming, one pass. `expected_head` (a head noted earlier,
     e.g. from a previous `agentos verify`) also proves an appended or cut-off tail. A log
     named `.events.jsonl` must be the one of the session its folder is named after.
-    `each`: as verify_lines."""
+    `each`, `fold`: as verify_lines."""
     path = Path(path)
     folder = Path(os.path.abspath(path)).parent.name if path.name == LOG_NAME else None
     with path.open("rb", buffering=READ_BUFFER) as f:
-        return verify_lines(f, path, expected_head, folder, reread=lambda: _file_lines(path), each=each)
+        return verify_lines(f, path, expected_head, folder, reread=lambda: _file_lines(path), each=each,
+                            fold=fold)
 
 
 def _file_lines(path: Path) -> Iterator[bytes]:
@@ -115,48 +150,57 @@ def _file_lines(path: Path) -> Iterator[bytes]:
 
 
 def verify_session(store: Any, session_id: str, expected_head: str | None = None, *,
-                   each: Callable[[dict[str, Any]], None] | None = None) -> VerifyReport:
+                   each: Callable[[dict[str, Any]], None] | None = None,
+                   fold: Folding | None = None) -> VerifyReport:
     """`verify_log` of one session of a store (JSONL or PostgreSQL: anything with `lines` and
-    `path`), over its lines as stored; they must be `session_id`'s. `each`: as verify_lines."""
+    `path`), over its lines as stored; they must be `session_id`'s. `each`, `fold`: as
+    verify_lines."""
     return verify_lines(store.lines(session_id), Path(store.path(session_id)), expected_head, session_id,
-                        reread=lambda: store.lines(session_id), each=each)
+                        reread=lambda: store.lines(session_id), each=each, fold=fold)
 
 
 def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None = None,
                  session_id: str | None = None, *,
                  reread: Callable[[], Iterable[bytes]] | None = None,
-                 each: Callable[[dict[str, Any]], None] | None = None) -> VerifyReport:
+                 each: Callable[[dict[str, Any]], None] | None = None,
+                 fold: Folding | None = None) -> VerifyReport:
     """`verify_log` over a log's lines (each with its newline) from anywhere, e.g. a database
     (pg_store.PostgresEventStore.lines); `path` names the log in the report. `session_id`:
     the session the log is stored as (its folder, its rows), which its events must name.
     `reread`: the same lines again (a list is its own), so that rising ids need not be kept
     (integrity_seen.py); without it every id that is not the writer's counter form is kept.
     `each`: called with every event read before the first problem, in order (a summary
-    folded in the same pass: `store.reading.verified_summary`)."""
+    folded in the same pass). `fold`: folds them instead, told only the events of the types
+    it asks for where the fast loop takes them (`Folding`)."""
+    if each is not None:
+        if fold is not None:
+            raise ValueError("verify_lines takes `each` or `fold`, not both")
+        fold = _Each(each)
     scan = Scan(path, expected_head, session_id)
     if reread is None and isinstance(lines, list | tuple):
         reread = lambda: lines  # noqa: E731 - a list reads again as it is
+    read = [0]  # bytes read, counted only where the lines cannot be read again
+    it = iter(lines) if reread is not None else _counted(lines, read)
     scan.reread = reread
-    scan.each = each
+    scan.fold = fold
     torn: TornTail | None = None
     notes: list[str] = []
     unterminated = False
-    offset = 0
-    it = enumerate(lines, 1)
-    for n, raw in it:
+    n = 0
+    for raw in it:
+        n += 1
         while True:  # the general way for this line, then `Scan.run` while lines are links
-            offset += len(raw)
             if not raw.strip():
                 if raw.endswith(b"\n"):
                     scan.blank_line(n)
                     break
-                torn = TornTail(path, n, offset - len(raw), len(raw))  # the last segment, not JSON
+                torn = _torn(path, n, raw, reread, read)  # the last segment, not JSON
                 break
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 if not raw.endswith(b"\n"):  # the final segment: torn, set aside
-                    torn = TornTail(path, n, offset - len(raw), len(raw))
+                    torn = _torn(path, n, raw, reread, read)
                     break
                 scan.events += 1
                 scan.next_id = None
@@ -168,20 +212,37 @@ def verify_lines(lines: Iterable[bytes], path: Path, expected_head: str | None =
                 unterminated = True
                 notes.append(f"line {n} is complete but has no final newline (--repair adds it)")
             scan.line(n, obj, raw)
-            if each is not None and scan.problem is None:
-                each(obj)
+            if fold is not None and scan.problem is None:
+                fold.take(obj)
             if scan.next_id is None or not FAST:
                 break
-            stop, used = scan.run(it)
-            offset += used
+            taken, stop = scan.run(it)
+            n += taken
             if stop is None:
                 break
-            n, raw = stop
+            n, raw = n + 1, stop
         if torn is not None:
             break
+    if fold is not None:
+        fold.end(scan.events, scan.last)
     problem, blank, head = scan.finish(notes)
     return VerifyReport(path, scan.events, bool(scan.chained), head, problem, torn, tuple(notes),
                         unterminated, blank, scan.misplaced)
 
 
-__all__ = ["TORN_SUFFIX", "Finding", "VerifyReport", "verify_lines", "verify_log", "verify_session"]
+def _counted(lines: Iterable[bytes], read: list[int]) -> Iterator[bytes]:
+    for raw in lines:
+        read[0] += len(raw)
+        yield raw
+
+
+def _torn(path: Path, n: int, raw: bytes, reread: Callable[[], Iterable[bytes]] | None,
+          read: list[int]) -> TornTail:
+    """The torn final segment `raw` at line `n`, at the offset of the bytes before it (summed
+    again from the lines read again: `Scan.run` does not count them)."""
+    before = read[0] - len(raw) if reread is None else sum(map(len, islice(reread(), n - 1)))
+    return TornTail(path, n, before, len(raw))
+
+
+__all__ = ["TORN_SUFFIX", "Finding", "Folding", "VerifyReport", "verify_lines", "verify_log",
+           "verify_session"]

@@ -8,9 +8,9 @@ checks, and how")."""
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from itertools import count, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +18,13 @@ import orjson
 
 from .dupkeys import duplicate_key
 from .events import Event, LogError, canonical, chain_of
-from .integrity_seen import _LAST3, Seen, id_form, missing, thousand_ids
+from .integrity_seen import Finding, Seen, id_form, missing, writer_ids
 
 _CANONICAL_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing wrong with a log."""
-
-    kind: str
-    """altered | removed | reordered | duplicated | forged | appended | head-missing |
-    duplicate-key | misplaced | bad-envelope | empty-log | blank-line | torn-tail."""
-    line: int | None
-    """File line (1-based) where it shows, when there is one."""
-    seq: int | None
-    """The event's seq (for `removed`, the first missing seq), when known."""
-    message: str
-    """What was found and what it means, in one sentence."""
+_ENVELOPE = itemgetter("seq", "id", "session_id", "actor", "ts", "type", "chain", "parent_id", "payload",
+                       "schema_version")
+_REMEMBERED = 256
+"""How many actors and types a Scan remembers (`Scan.run` takes a line only with one of them)."""
 
 
 class Scan(Seen):
@@ -58,7 +47,12 @@ class Scan(Seen):
         self.session_id: str | None = None
         self.prev_chain: str | None = None
         super().__init__()
-        self.each: Callable[[dict[str, Any]], None] | None = None  # each event, as it checks out
+        self.fold: Any = None  # integrity.Folding: folds each event as it checks out
+        self.last: Any = None  # the last event read before any problem
+        # An actor's canonical bytes as a line begins (`{"actor":"..."`), and where the chain
+        # member after them ends; what `run` calls for a type (`fold.for_type`). Never session.close.
+        self.heads: dict[str, tuple[bytes, int]] = {}
+        self.steps: dict[str, Callable[[dict[str, Any]], None] | None] = {}
         self.next_id: str | bool | None = None  # the id `run` expects next (True: any id above
         # the last, the ids rising; None: `run` is off)
         self.prev_link = b""  # prev_chain, encoded
@@ -83,77 +77,80 @@ class Scan(Seen):
         if self.events == 1 and self.numbered:
             self.id_form = id_form(ev.id, ev.seq)
         self.record(ev.id, ev.seq, n)
+        self.last = obj
+        self._remember(ev.actor, ev.type)
         self.prev_chain, self.prev_seq = ev.chain, ev.seq or 0
         self.prev_link = (ev.chain or "").encode()
-        self.next_id = self._next_id()
         if ev.chain is not None and ev.chain == self.anchor:
             self.anchored_at = self.events
         if ev.type == "session.close" and self.closed_at is None:
             self.closed_at = n
+        self.next_id = self._next_id()  # None from a session.close on: `run` is not for what follows
 
-    def run(self, lines: Iterator[tuple[int, bytes]]) -> tuple[tuple[int, bytes] | None, int]:
-        """Take (line number, bytes) from `lines` while each is the next canonical, chained
-        link of a numbered log with the writer's or rising ids (`next_id`); return the first line
-        it does not take (None at the end), to be checked the general way (`line`), and the
-        bytes taken. What it takes, the general way would take too (test_verify_bounded.py)."""
+    def run(self, lines: Iterator[bytes]) -> tuple[int, bytes | None]:
+        """Take lines from `lines` while each is the next canonical, chained link of a
+        numbered log with the writer's or rising ids (`next_id`) whose actor and type an
+        earlier line had (session.close never: the general way takes it); return how many it
+        took and the first line it did not take (None at the end), to be checked the general
+        way (`line`). What it takes, the general way would take too (test_verify_bounded.py,
+        test_verify_differential.py)."""
         loads, dumps, sha = orjson.loads, orjson.dumps, hashlib.sha256
-        want, link, eid, sid = self.prev_seq + 1, self.prev_link, self.next_id, self.session_id
-        prefix, fmt = self.id_form or ("", "")
-        # The writer's id of a seq: `pct % seq` (the prefix's % signs escaped), made as `hi +
-        # low[seq % 1000]` for the seqs below `nxt` (thousand_ids: a concatenation, no format).
-        pct = None if eid is True else prefix.replace("%", "%%") + "%" + fmt
-        hi, low, nxt = "", _LAST3, sys.maxsize if pct is None else 0
-        ids, closed, events, used, first, each = self.ids, self.closed_at, self.events, 0, want, self.each
+        first = self.prev_seq + 1
+        link, sid, ids, heads, steps = self.prev_link, self.session_id, self.ids, self.heads, self.steps
+        rising = self.next_id is True
+        expected = repeat(None) if rising or self.id_form is None else writer_ids(self.id_form, first)
         anchor = self.anchor or ""  # never a chain: a str compared with a str, not with None
-        chain: Any = None
         top: Any = self.top
-        stop = None
-        for n, raw in lines:
-            try:  # the ten fields, no other key; the expected seq and id; the session's id
+        last: Any = self.last
+        want, stop = first - 1, None
+        for raw, want, e in zip(lines, count(first), expected):
+            try:  # the ten fields, no other key; the expected seq and id; the session's id; ts
+                # a str; an actor and a type seen before (the caches hold str keys only)
                 obj = loads(raw)
-                if len(obj) != 10 or (q := obj["seq"]) != want or type(q) is not int:
-                    stop = n, raw
-                    break
-                if q >= nxt and pct is not None:
-                    hi, low, nxt = thousand_ids(pct, int(fmt[1:-1]), q)
-                if (((i := obj["id"]) != (e := hi + low[q % 1000]) or (ids and e in ids)
-                            if pct is not None else (type(i := obj["id"]) is not str or i <= top))
-                        or obj["session_id"] != sid
-                        or not (type(obj["actor"]) is type(obj["ts"]) is type(t := obj["type"]) is str)
-                        or "parent_id" not in obj or "payload" not in obj or "schema_version" not in obj
-                        or (closed is not None and t != "event.amended")
-                        # Its bytes are the canonical encoding of what was read, a newline after,
-                        # and its chain the digest of those bytes with the chain cut out.
+                q, i, s, a, ts, t, chain, _, _, _ = _ENVELOPE(obj)
+                head, cut = heads[a]
+                step = steps[t]
+                if (q != want or type(q) is not int or len(obj) != 10 or s != sid or type(ts) is not str
+                        or ((i != e or (ids and e in ids)) if e is not None
+                            else (type(i) is not str or i <= top))
+                        # Its bytes are the canonical encoding of what was read, a newline after
+                        # (so they begin with `head`, the chain member next), and its chain the
+                        # digest of those bytes with the chain member cut out.
                         or dumps(obj, option=_CANONICAL_LINE) != raw
-                        or (at := raw.find(b',"chain":"')) <= 0
-                        or sha(link + raw[:at] + raw[at + 75:-1]).hexdigest() != (chain := obj["chain"])):
-                    stop = n, raw
+                        or sha(link + head + raw[cut:-1]).hexdigest() != chain):
+                    stop = raw
                     break
-            except (orjson.JSONDecodeError, orjson.JSONEncodeError, KeyError, TypeError):
-                stop = n, raw
+            except (ValueError, TypeError, KeyError):  # orjson's errors are ValueError, TypeError
+                stop = raw
                 break
-            if each is not None:
-                each(obj)
-            want = q + 1
-            used += len(raw)
-            link = chain.encode()
-            if pct is None:
-                top = i
+            if step is not None:
+                step(obj)
+            link, top, last = chain.encode(), i, obj
             if chain == anchor:
-                self.anchored_at = events + want - first
-            if t == "session.close" and closed is None:
-                closed = n
-        last = link.decode() if want != first else self.prev_chain  # the last chain taken
-        self.prev_seq, self.prev_link, self.prev_chain, self.top = want - 1, link, last, top
-        self.closed_at, self.events = closed, events + want - first
+                self.anchored_at = self.events + want - first + 1
+        else:
+            want += 1  # the lines ran out: the last one was taken
+        taken = want - first
+        if taken:
+            self.prev_seq, self.prev_link, self.prev_chain = want - 1, link, link.decode()
+            self.events, self.last = self.events + taken, last
+            if rising:
+                self.top = top
         self.next_id = self._next_id()
-        return stop, used
+        return taken, stop
+
+    def _remember(self, actor: str, t: str) -> None:
+        if actor not in self.heads and len(self.heads) < _REMEMBERED:
+            head = b'{"actor":' + orjson.dumps(actor)  # what canonical() begins a line with
+            self.heads[actor] = head, len(head) + 75  # ',"chain":"' + 64 hex digits + '"'
+        if t not in self.steps and t != "session.close" and len(self.steps) < _REMEMBERED:
+            self.steps[t] = None if self.fold is None else self.fold.for_type(t)
 
     def _next_id(self) -> str | bool | None:
         """The writer's id of the next seq, when the log is chained, numbered and its ids
         the writer's, with no id of that form kept (else None: `fast` does not apply)."""
         form = self.id_form
-        if not self.chained or not self.numbered or self.problem is not None:
+        if not self.chained or not self.numbered or self.problem is not None or self.closed_at is not None:
             return None
         if form is None:
             return True if self.top is not None else None

@@ -11,16 +11,35 @@ how").
   UUIDv7s, strictly increasing, so an id above every earlier one is new; the first id that
   is not is looked up by reading the log again up to it, and from then on every id is kept;
 - any other id is kept with its line.
+
+A Finding, what a verify pass names, is defined here too (integrity_scan re-exports it).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain
 
 import orjson
 
 _NUMBERED_ID = re.compile(r"(.*?)([0-9]+)")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing wrong with a log."""
+
+    kind: str
+    """altered | removed | reordered | duplicated | forged | appended | head-missing |
+    duplicate-key | misplaced | bad-envelope | empty-log | blank-line | torn-tail."""
+    line: int | None
+    """File line (1-based) where it shows, when there is one."""
+    seq: int | None
+    """The event's seq (for `removed`, the first missing seq), when known."""
+    message: str
+    """What was found and what it means, in one sentence."""
 
 
 class Seen:
@@ -113,6 +132,21 @@ def thousand_ids(pct: str, width: int, seq: int) -> tuple[str, list[str], int]:
     if seq >= 1000 or width >= 3:
         return (pct % seq)[:-3], _LAST3, end
     return "", [pct % k for k in range(1000)], end
+
+
+def writer_ids(form: tuple[str, str], seq: int) -> Iterator[str]:
+    """The writer's ids (`form`: id_form's prefix and format) of seq, seq + 1, ... without
+    end, a thousand at a time from thousand_ids (integrity_scan.Scan.run zips them with the
+    lines)."""
+    pct = form[0].replace("%", "%%") + "%" + form[1]
+    return chain.from_iterable(_thousands(pct, int(form[1][1:-1]), seq))
+
+
+def _thousands(pct: str, width: int, seq: int) -> Iterator[list[str]]:
+    while True:
+        hi, low, end = thousand_ids(pct, width, seq)
+        yield [hi + x for x in low[seq % 1000:]]  # a comprehension: faster than map(hi.__add__)
+        seq = end
 
 
 def missing(n: int, want: int, found: int) -> str:

@@ -83,9 +83,9 @@ class SessionReading:
         it does not (then `replay_summary` reads it again: its result or error as before)."""
         fold = _BoundedFold(recent)
         if isinstance(self.store, JsonlEventStore):  # the file itself, read as verify_log reads it
-            report = verify_log(self.store._log(session_id), each=fold.take)
+            report = verify_log(self.store._log(session_id), fold=fold)
         else:
-            report = verify_session(self.store, session_id, each=fold.take)
+            report = verify_session(self.store, session_id, fold=fold)
         return report, fold.summary() if report.ok and not fold.failed else None
 
     def log_file(self, session_id: str) -> Path | None:

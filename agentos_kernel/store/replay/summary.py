@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,6 @@ _BUILD = {"tools_invoked": tool_item, "hook_decisions": hook_item, "schema_viola
           "errors": error_item}
 _NOT_A_STRING = "(not a string)"
 _LISTED = {"hook.fired": "hook_decisions", "tool.invoke": "tools_invoked"}
-_OWN = {"llm.response": _Fold.response, "agent.transition": _Fold.transition}
 _COUNTED = frozenset(t.decode() for t in _COUNTED_ONLY)
 """Types the fold only counts (fold._COUNTED_ONLY, as str)."""
 _AFTER = frozenset({"schema.violation", "domain.error", "worker.report", "workflow.started",
@@ -118,6 +118,13 @@ class _BoundedFold(_Fold):
         self.last: dict[str, Any] | None = None  # the last event `take` took
         self.counted = 0  # the events `take` did not pass to `fold`
         self.failed = False  # `take` met a payload that does not fold
+        self.total: int | None = None  # all the events of a verify pass (`end`), when it told
+        # The types `take` folds by a step of their own (llm.response, agent.transition: their
+        # step alone; hook decisions, tool calls: tallied and kept as is).
+        self._own: dict[str, Callable[[dict[str, Any]], None]] = {
+            "hook.fired": self._hook, "tool.invoke": self._tool,
+            "llm.response": partial(self._own_step, _Fold.response),
+            "agent.transition": partial(self._own_step, _Fold.transition)}
 
     def fold(self, eid: str, session_id: str, t: str, actor: str, payload: Any) -> None:
         key = _LISTED.get(t)
@@ -155,25 +162,43 @@ class _BoundedFold(_Fold):
         if t in _COUNTED:
             self.counted += 1
             return
-        own = _OWN.get(t)
-        if own is not None:  # llm.response, agent.transition: their step alone
-            p = e["payload"]
-            try:
-                own(self, e["actor"], p if type(p) is dict else {})
-            except WRONG_TYPES:
-                self.failed = True
-            self.counted += 1
-            return
-        listed = _LISTED.get(t)
-        if listed is None:
-            try:  # what `fold` does for a type it does not bound, without its own dispatch
-                step = _BoundedFold.fold if t in _AFTER else _Fold.fold
-                step(self, e["id"], e["session_id"], t, e["actor"], e["payload"])
-            except WRONG_TYPES:
-                self.failed = True
+        own = self._own.get(t)
+        if own is None:
+            self._other(e)
             return
         self.counted += 1
-        self._tally(listed, e["payload"])
+        own(e)
+
+    def _other(self, e: dict[str, Any]) -> None:
+        t = e["type"]
+        try:  # what `fold` does for a type it does not bound, without its own dispatch
+            step = _BoundedFold.fold if t in _AFTER else _Fold.fold
+            step(self, e["id"], e["session_id"], t, e["actor"], e["payload"])
+        except WRONG_TYPES:
+            self.failed = True
+
+    def for_type(self, t: str) -> Callable[[dict[str, Any]], None] | None:
+        """What a verify pass's fast loop calls for an event of type `t` (integrity.Folding):
+        `take`'s work for that type alone, or None for a type only counted (`end` gives the
+        count of all the events and the last one)."""
+        return None if t in _COUNTED else self._own.get(t, self._other)
+
+    def end(self, events: int, last: dict[str, Any] | None) -> None:
+        """The verify pass read `events` events, `last` the last of them (integrity.Folding)."""
+        self.total, self.last = events, last
+
+    def _hook(self, e: dict[str, Any]) -> None:
+        self._tally("hook_decisions", e["payload"])
+
+    def _tool(self, e: dict[str, Any]) -> None:
+        self._tally("tools_invoked", e["payload"])
+
+    def _own_step(self, step: Callable[[_Fold, str, dict[str, Any]], None], e: dict[str, Any]) -> None:
+        p = e["payload"]
+        try:
+            step(self, e["actor"], p if type(p) is dict else {})
+        except WRONG_TYPES:
+            self.failed = True
 
     def hook_line(self, decision: str, line: bytes) -> bool:
         # Kept as bytes among the recent ones; only the last `recent` are ever parsed.
@@ -197,7 +222,7 @@ class _BoundedFold(_Fold):
     def summary(self) -> SnapshotSummary:
         d = {k: v for k, v in self.d.items() if k not in LISTS}
         if self.last is not None:  # what `fold` sets for every event, for the ones `take` took
-            d["events"] += self.counted
+            d["events"] = self.total if self.total is not None else d["events"] + self.counted
             d["last_event_id"] = self.last["id"]
             d["session_id"] = d["session_id"] or self.last["session_id"]
         d["cost"] = Cost(**d["cost"])
