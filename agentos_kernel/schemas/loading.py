@@ -246,14 +246,19 @@ def ref_targets(doc: Any) -> set[str]:
 
 
 def dangling_refs(schemas: dict[str, dict[str, Any]], files: dict[str, Path],
-                  referring: Iterable[str] | None = None) -> list[Problem]:
+                  referring: Iterable[str] | None = None,
+                  found: dict[str, set[str]] | None = None) -> list[Problem]:
     """A `$ref` to an id that is not loaded names its file (the validator library would
     otherwise fail on it with a bare ValueError). `referring`: the ids whose documents may
-    hold a `$ref` (`may_refer`), the others not walked; None walks every one."""
+    hold a `$ref` (`may_refer`), the others not walked; None walks every one. `found`, if
+    given, gets the targets of each document walked that has a `$ref`."""
     problems = []
     for sid in schemas if referring is None else referring:
         doc = schemas[sid]
-        for target in sorted(ref_targets(doc)):
+        targets = ref_targets(doc)
+        if found is not None and targets:
+            found[sid] = targets
+        for target in sorted(targets):
             if target and target not in schemas:
                 fix = (f"add schemas/{target}.json" if "/" not in target and ":" not in target else
                        "a schema is never fetched: refer to the $id of a schema in schemas/")

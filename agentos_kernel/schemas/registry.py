@@ -21,6 +21,7 @@ import orjson
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
 from .loading import dangling_refs, keep, load_one, loaded_before, may_refer, meta_problem, read_files
+from .reach import ref_closure, self_contained
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
@@ -45,10 +46,17 @@ def _pointer(parts: Iterable[Any]) -> str:
 class SchemaRegistry:
     """Loads every `*.json` under the schema roots, keyed by `$id` (which must be the file stem)."""
 
-    def __init__(self, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> None:
+    def __init__(self, schemas: dict[str, dict[str, Any]], files: dict[str, Path],
+                 refs: dict[str, set[str]] | None = None) -> None:
+        """`refs`: None builds the jsonschema-rs Registry of every schema now (its errors
+        raised here). Given by `load` when every file is self-contained (loading.py): the
+        ids each schema with a `$ref` refers to; then a schema without one compiles without a
+        Registry, and the others with one of the schemas their `$ref`s reach, built once on
+        first use (the only resources a `$ref` of those schemas can resolve to)."""
         self._schemas = schemas
         self._files = files
-        self._registry = jsonschema_rs.Registry(list(schemas.items()))
+        self._refs = refs
+        self._registry = jsonschema_rs.Registry(list(schemas.items())) if refs is None else None
         self._validators: dict[str, Any] = {}
         self._resolved: dict[str, bytes] = {}
 
@@ -69,13 +77,17 @@ class SchemaRegistry:
             problem = load_one(Path(name), raw, schemas, files)
             if problem:
                 problems.append(problem)
-            elif isinstance(raw, bytes) and may_refer(raw):
+                continue
+            if isinstance(raw, bytes) and may_refer(raw):
                 referring.append(next(reversed(schemas)))
+        refs: dict[str, set[str]] = {}
         if not problems:
-            problems = dangling_refs(schemas, files, referring)
+            problems = dangling_refs(schemas, files, referring, refs)
         if problems:
             raise ContractError(problems)
-        loaded = cls(schemas, files)
+        # every file self-contained: the jsonschema-rs Registry built on first use, of what $refs reach
+        contained = len(key) == len(read) and self_contained(schemas, [raw for _, raw in key])
+        loaded = cls(schemas, files, refs if contained else None)
         if len(key) == len(read):
             keep(key, loaded)
         return loaded
@@ -124,10 +136,22 @@ class SchemaRegistry:
         v = self._validators.get(schema_id)
         if v is None:
             v = jsonschema_rs.Draft202012Validator(  # offline: whatever a schema names, never fetched
-                self._schemas[schema_id], registry=self._registry, offline=True
+                self._schemas[schema_id], registry=self._registry_for(schema_id), offline=True
             )
             self._validators[schema_id] = v
         return v
+
+    def _registry_for(self, schema_id: str) -> Any:
+        """The Registry `schema_id` compiles with: every schema's (built at load), or, for
+        self-contained files, none for a schema without `$ref` (it resolves nothing) and for
+        the others one of the schemas their `$ref`s reach, built once."""
+        if self._refs is None or (self._registry is not None and schema_id in self._refs):
+            return self._registry
+        if schema_id not in self._refs:
+            return None
+        reached = ref_closure(self._refs)
+        self._registry = jsonschema_rs.Registry([(s, d) for s, d in self._schemas.items() if s in reached])
+        return self._registry
 
     def violations(self, payload: Any, schema_id: str) -> list[Violation]:
         """The violations of `schema_id` by `payload` (empty when valid; at most
