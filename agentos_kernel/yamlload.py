@@ -82,6 +82,16 @@ _NOT_PLAIN = re.compile(r"[^\x20-\x7e\n]|[!&*|>%@\\?]|^(?:---|\.\.\.)", re.M)
 # aliases, block scalars, directives, escapes, complex keys, document markers. libyaml and
 # PyYAML's own parser read some of these differently (a lone `!`, `>#`, a trailing tab), so
 # only the rest goes to libyaml (flow collections, as agentos.yaml's hooks, included).
+_PLAIN_BYTES = bytes(c for c in range(0x20, 0x7F) if chr(c) not in "!&*|>%@\\?") + b"\n"
+
+
+def _not_plain(text: str) -> bool:
+    """`_NOT_PLAIN.search(text)` is not None, in C-level passes (the regex tries three
+    branches at every character: 0.05-0.1 ms on agentos.yaml). tests/test_yaml_plain.py
+    compares the two."""
+    if not text.isascii() or text.encode("ascii").translate(None, _PLAIN_BYTES):
+        return True
+    return text.startswith(("---", "...")) or "\n---" in text or "\n..." in text
 
 
 def _plain_load(text: str) -> Any:
@@ -93,7 +103,7 @@ def _plain_load(text: str) -> Any:
     import yaml
 
     fast = getattr(yaml, "CSafeLoader", None)
-    if fast is None or _NOT_PLAIN.search(text):
+    if fast is None or _not_plain(text):
         return _PURE
     try:
         if _collections_at_most(text) < MAX_YAML_DEPTH:  # cannot nest too deep: one parse
@@ -116,10 +126,17 @@ def _plain_load(text: str) -> Any:
 def _collections_at_most(text: str) -> int:
     """A bound on the collections plain YAML `text` holds, so on how deep they nest: each
     starts at an indicator of its own (a mapping at its first `:` or `{`, a sequence at its
-    first `- ` entry or `[`), and every one of those is counted. Most frontmatter counts a
-    dozen: its depth needs no walk over libyaml's events (half of reading it)."""
+    first `- ` entry or `[`), and every one of those is counted, except on a comment line
+    (only spaces before its `#`: a comment, or text inside a quoted scalar, never a
+    collection; agentos.yaml's comments would otherwise cost it the walk). Most frontmatter
+    counts a dozen: its depth needs no walk over libyaml's events (half of reading it)."""
+    if "#" in text:
+        text = _COMMENT_LINE.sub("", text)
     return (text.count(":") + text.count("- ") + text.count("-\n") + text.endswith("-")
             + text.count("[") + text.count("{"))
+
+
+_COMMENT_LINE = re.compile(r"^ *#.*", re.M)
 
 
 KEEP_READ, KEEP_READ_CHARS = 256, 2_000_000

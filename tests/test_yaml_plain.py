@@ -95,13 +95,13 @@ def _collections(text: str) -> int | None:
 
 
 @settings(max_examples=3000, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(list("ab1.:- '\"\n,{}[]")), max_size=40)
+@given(text=st.text(alphabet=st.sampled_from(list("ab1.:- '\"\n,{}[]#")), max_size=40)
        | _DOCS.map(lambda d: yaml.safe_dump(d, default_flow_style=None)))
 def test_the_indicator_count_bounds_the_collections(text: str) -> None:
     # _plain_load skips its walk over the events when this count is under the depth bound:
     # it must never be fewer than the collections the text holds (so never shallower).
     found = _collections(text)
-    if found is not None and not yamlload._NOT_PLAIN.search(text):
+    if found is not None and not yamlload._not_plain(text):
         assert yamlload._collections_at_most(text) >= found, text
 
 
@@ -109,3 +109,30 @@ def test_the_indicator_count_bounds_the_collections(text: str) -> None:
                                   "-\n -\n  -", "a: [b: c]"])
 def test_compact_nesting_is_counted(text: str) -> None:
     assert yamlload._collections_at_most(text) >= _collections(text) > 1  # type: ignore[operator]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("a1:- #\n.!&*|>%@\\?\t\r\x7f\u00e9\U0001f600")),
+                    max_size=30) | st.text(max_size=30))
+def test_the_plain_check_is_the_regexs(text: str) -> None:
+    assert yamlload._not_plain(text) == (yamlload._NOT_PLAIN.search(text) is not None), repr(text)
+
+
+@pytest.mark.parametrize("text", ["a: 1  # b: [c]\n#: {d: e}\n  # - f", "[a,\n  # b: [c]\n  d]",
+                                  "a: 'x\n  # y: [z]'", "a:\n  # - b\n  - c: [d]"])
+def test_comment_lines_hold_no_collection(text: str) -> None:
+    assert yamlload._collections_at_most(text) >= _collections(text) >= 1  # type: ignore[operator]
+    assert _same(text)
+
+
+def test_the_reference_config_is_read_without_walking_its_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    # its comments hold more `:` than the depth bound: counted, they would cost the walk
+    from agentos_kernel.workspace import reference_dir
+
+    text = (reference_dir() / "agentos.yaml").read_text()
+    walked: list[str] = []
+    real = yaml.parse
+    monkeypatch.setattr(yaml, "parse", lambda *a, **k: walked.append("parse") or real(*a, **k))
+    yamlload.forget_read()
+    assert load_yaml(text)["default_profile"] == "scripted"
+    assert walked == []
