@@ -120,3 +120,12 @@ def test_an_embedded_resource_keeps_the_full_registry(tmp_path: Path) -> None:
     reg = SchemaRegistry.load(tmp_path)
     full = SchemaRegistry(reg._schemas, reg._files)
     assert reg.violations(5, "a_v1") == full.violations(5, "a_v1") == []
+
+
+@given(name=st.lists(st.sampled_from(["a", ".", "/", "b.c", ".."]), max_size=6).map(
+    lambda parts: "".join(parts) + ".json"))
+def test_a_schema_files_stem_is_paths(name: str) -> None:
+    # load_one names a file by its path as listed and takes the stem from the string
+    from agentos_kernel.schemas.loading import _stem
+
+    assert _stem(name) == Path(name).stem

@@ -9,7 +9,7 @@ shared registry. A missing id is an error (`SCHEMA_NOT_FOUND`), never a pass.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -46,7 +46,7 @@ def _pointer(parts: Iterable[Any]) -> str:
 class SchemaRegistry:
     """Loads every `*.json` under the schema roots, keyed by `$id` (which must be the file stem)."""
 
-    def __init__(self, schemas: dict[str, dict[str, Any]], files: dict[str, Path],
+    def __init__(self, schemas: dict[str, dict[str, Any]], files: Mapping[str, Path | str],
                  refs: dict[str, set[str]] | None = None) -> None:
         """`refs`: None builds the jsonschema-rs Registry of every schema now (its errors
         raised here). Given by `load` when every file is self-contained (loading.py): the
@@ -70,11 +70,11 @@ class SchemaRegistry:
         if len(key) == len(read) and (hit := loaded_before(key)) is not None:
             return hit  # type: ignore[no-any-return]
         schemas: dict[str, dict[str, Any]] = {}
-        files: dict[str, Path] = {}
+        files: dict[str, Path | str] = {}
         problems: list[Problem] = []
         referring: list[str] = []  # the ids whose bytes may hold a $ref: only these are walked
         for name, raw in read:  # parsed from the bytes read above: the key is what was loaded
-            problem = load_one(Path(name), raw, schemas, files)
+            problem = load_one(name, raw, schemas, files)
             if problem:
                 problems.append(problem)
                 continue
@@ -130,7 +130,7 @@ class SchemaRegistry:
 
     def file(self, schema_id: str) -> Path:
         """The file a schema was loaded from."""
-        return self._files[schema_id]
+        return Path(self._files[schema_id])
 
     def _validator(self, schema_id: str) -> Any:
         v = self._validators.get(schema_id)
