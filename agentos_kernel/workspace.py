@@ -8,8 +8,10 @@ skills/) of a workspace is its own when present, else the reference one.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -48,9 +50,8 @@ class Workspace:
 
     def contract_dir(self, name: str) -> Path:
         """The workspace's own contract directory, else the reference one."""
-        own = self.root / name
-        if not self.bundled and own.is_dir():
-            return own
+        if not self.bundled and _is_dir(f"{self.root}/{name}"):  # no Path until one is returned
+            return self.root / name
         return reference_dir() / name
 
     def shown(self, path: Path) -> str:
@@ -62,6 +63,22 @@ class Workspace:
             except ValueError:
                 continue
         return path.as_posix()
+
+
+_IGNORED = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def _is_dir(path: str) -> bool:
+    """`Path(path).is_dir()`: False where it is missing or unreachable as pathlib ignores,
+    any other OSError (a directory that cannot be searched) raised as it raises it."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno not in _IGNORED:
+            raise
+        return False
+    except ValueError:  # a NUL in the name
+        return False
 
 
 def find_workspace(explicit: Path | None = None, cwd: Path | None = None) -> Workspace:
