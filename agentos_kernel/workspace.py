@@ -55,14 +55,30 @@ class Workspace:
         return reference_dir() / name
 
     def shown(self, path: Path) -> str:
-        """A path for messages and logs: relative to the workspace or the reference."""
-        real = path.resolve()
+        """A path for messages and logs: relative to the workspace or the reference. As
+        `path.resolve().relative_to(base.resolve()).as_posix()` for each base in turn, on
+        strings (three calls a load: their Paths were most of it)."""
+        real = _resolved(path)
         for base in (self.root, reference_dir()):
-            try:
-                return real.relative_to(base.resolve()).as_posix()
-            except ValueError:
-                continue
+            under = _resolved(base)
+            if real == under:
+                return "."
+            prefix = under if under.endswith("/") else under + "/"
+            if real.startswith(prefix):
+                return real[len(prefix):]
         return path.as_posix()
+
+
+def _resolved(path: Path) -> str:
+    """`str(path.resolve())` (Python 3.11): realpath, then a stat that turns a symlink loop
+    into the RuntimeError `resolve` raises."""
+    real = os.path.realpath(path)
+    try:
+        os.stat(real)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RuntimeError(f"Symlink loop from {exc.filename!r}") from None
+    return real
 
 
 _IGNORED = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
