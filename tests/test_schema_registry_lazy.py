@@ -129,3 +129,12 @@ def test_a_schema_files_stem_is_paths(name: str) -> None:
     from agentos_kernel.schemas.loading import _stem
 
     assert _stem(name) == Path(name).stem
+
+
+def test_an_escaped_key_keeps_the_full_registry(tmp_path: Path) -> None:
+    # the embedded resource's `$id` written as "\u0024id": the bytes hold no second "$id"
+    _write(tmp_path, {"a_v1": {"$ref": "c_v1"}, "c_v1": {"type": "string"}})
+    (tmp_path / "b_v1.json").write_text('{"$id": "b_v1", "$defs": {"e": {"\\u0024id": "c_v1"}}}')
+    reg = SchemaRegistry.load(tmp_path)
+    assert reg._refs is None
+    assert reg.violations(5, "a_v1") == SchemaRegistry(reg._schemas, reg._files).violations(5, "a_v1") == []

@@ -230,10 +230,10 @@ def _parse(raw: bytes, text: str) -> Any:
     return json.loads(text)
 
 
-def may_refer(raw: bytes) -> bool:
+def may_refer(raw: bytes, escaped: bool) -> bool:
     """Whether a schema file's bytes may hold a `$ref`: the key written out, or any escape
-    (`"\\u0024ref"` is the same key)."""
-    return b"$ref" in raw or b"\\u" in raw
+    (`"\\u0024ref"` is the same key); `escaped`: whether they hold `\\u`."""
+    return escaped or b"$ref" in raw
 
 
 def ref_targets(doc: Any) -> set[str]:

@@ -10,19 +10,21 @@ from typing import Any
 from .loading import DRAFT_2020_12
 
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
-_NOT_CONTAINED = (b"\\u", b"nchor", b"$dynamicRef", b"$recursiveRef")
-"""What makes a file other than self-contained: an escape (any key may hide behind one), an
-anchor (`$anchor`, `$dynamicAnchor`, `$recursiveAnchor`), a dynamic reference."""
+_NOT_CONTAINED = (b"nchor", b'Ref"')
+"""What makes a file other than self-contained, besides an escape (any key may hide behind
+one: `load` tells): an anchor (`$anchor`, `$dynamicAnchor`, `$recursiveAnchor`), a dynamic
+reference (the keys `"$dynamicRef"`, `"$recursiveRef"`)."""
 
 
 def self_contained(schemas: dict[str, dict[str, Any]], raws: list[bytes]) -> bool:
     """Whether every loaded schema (meta-checked, each `$id` its file's stem, `raws` the
-    files' bytes) adds nothing to a jsonschema-rs Registry but itself at its id, so that
-    leaving one out changes nothing a `$ref` elsewhere resolves to, and a Registry of any of
-    them cannot fail: each of draft 2020-12 (whose meta-check asserts formats) with a plain
-    name for an id, one `$id` in each file (no embedded resource), no anchor, no dynamic
-    reference, no escape. Checked over all the bytes at once (a few C-level scans).
-    tests/test_schema_registry_lazy.py compares registries built so with the full one."""
+    files' bytes, none with a `\\u` escape) adds nothing to a jsonschema-rs Registry but
+    itself at its id, so that leaving one out changes nothing a `$ref` elsewhere resolves
+    to, and a Registry of any of them cannot fail: each of draft 2020-12 (whose meta-check
+    asserts formats) with a plain name for an id, one `$id` in each file (no embedded
+    resource), no anchor, no dynamic reference. Checked over all the bytes at once (a few
+    C-level scans). tests/test_schema_registry_lazy.py compares registries built so with the
+    full one."""
     joined = b"\0".join(raws)
     drafted = [doc["$schema"] for doc in schemas.values() if "$schema" in doc]
     return (joined.count(b'"$id"') == len(schemas) == len(raws)

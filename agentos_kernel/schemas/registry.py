@@ -73,20 +73,23 @@ class SchemaRegistry:
         files: dict[str, Path | str] = {}
         problems: list[Problem] = []
         referring: list[str] = []  # the ids whose bytes may hold a $ref: only these are walked
+        escaped = False  # any file with a `\u` escape (self_contained's test too)
         for name, raw in read:  # parsed from the bytes read above: the key is what was loaded
             problem = load_one(name, raw, schemas, files)
             if problem:
                 problems.append(problem)
                 continue
-            if isinstance(raw, bytes) and may_refer(raw):
+            if isinstance(raw, bytes) and may_refer(raw, escape := b"\\u" in raw):
                 referring.append(next(reversed(schemas)))
+                escaped = escaped or escape
         refs: dict[str, set[str]] = {}
         if not problems:
             problems = dangling_refs(schemas, files, referring, refs)
         if problems:
             raise ContractError(problems)
         # every file self-contained: the jsonschema-rs Registry built on first use, of what $refs reach
-        contained = len(key) == len(read) and self_contained(schemas, [raw for _, raw in key])
+        contained = (len(key) == len(read) and not escaped
+                     and self_contained(schemas, [raw for _, raw in key]))
         loaded = cls(schemas, files, refs if contained else None)
         if len(key) == len(read):
             keep(key, loaded)
