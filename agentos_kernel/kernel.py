@@ -85,13 +85,15 @@ class Runtime(RequestFlow, SessionReading):
             self.watchers.append(watcher_for(config.file, profile))
 
     @classmethod
-    def from_workspace(cls, path: Path | str | None = None, *, profile: str | None = None,
+    def from_workspace(cls, path: Path | str | Workspace | None = None, *, profile: str | None = None,
                        faults: FaultPlan | None = None, cwd: Path | None = None,
                        tools: Iterable[ToolDef] = ()) -> Runtime:
         """Load every contract of a workspace; ContractError names each bad file and field.
+        `path` may be a Workspace `find_workspace` gave (runtime_cache has found it already).
         `tools` are your own ToolDefs, registered after the builtin ones; like theirs, their
         schema_in and schema_out must be in the workspace's schemas/ (else ContractError)."""
-        ws = find_workspace(Path(path) if path is not None else None, cwd)
+        ws = path if isinstance(path, Workspace) else find_workspace(
+            Path(path) if path is not None else None, cwd)
         schemas = SchemaRegistry.load(ws.contract_dir("schemas"))
         own = BUILTIN_TOOLS + tuple(tools)
         missing = missing_schemas(schemas, own, ws.shown(ws.contract_dir("schemas")))

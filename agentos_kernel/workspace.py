@@ -8,8 +8,10 @@ skills/) of a workspace is its own when present, else the reference one.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -48,20 +50,51 @@ class Workspace:
 
     def contract_dir(self, name: str) -> Path:
         """The workspace's own contract directory, else the reference one."""
-        own = self.root / name
-        if not self.bundled and own.is_dir():
-            return own
+        if not self.bundled and _is_dir(f"{self.root}/{name}"):  # no Path until one is returned
+            return self.root / name
         return reference_dir() / name
 
     def shown(self, path: Path) -> str:
-        """A path for messages and logs: relative to the workspace or the reference."""
-        real = path.resolve()
+        """A path for messages and logs: relative to the workspace or the reference. As
+        `path.resolve().relative_to(base.resolve()).as_posix()` for each base in turn, on
+        strings (three calls a load: their Paths were most of it)."""
+        real = _resolved(path)
         for base in (self.root, reference_dir()):
-            try:
-                return real.relative_to(base.resolve()).as_posix()
-            except ValueError:
-                continue
+            under = _resolved(base)
+            if real == under:
+                return "."
+            prefix = under if under.endswith("/") else under + "/"
+            if real.startswith(prefix):
+                return real[len(prefix):]
         return path.as_posix()
+
+
+def _resolved(path: Path) -> str:
+    """`str(path.resolve())` (Python 3.11): realpath, then a stat that turns a symlink loop
+    into the RuntimeError `resolve` raises."""
+    real = os.path.realpath(path)
+    try:
+        os.stat(real)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RuntimeError(f"Symlink loop from {exc.filename!r}") from None
+    return real
+
+
+_IGNORED = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def _is_dir(path: str) -> bool:
+    """`Path(path).is_dir()`: False where it is missing or unreachable as pathlib ignores,
+    any other OSError (a directory that cannot be searched) raised as it raises it."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno not in _IGNORED:
+            raise
+        return False
+    except ValueError:  # a NUL in the name
+        return False
 
 
 def find_workspace(explicit: Path | None = None, cwd: Path | None = None) -> Workspace:

@@ -82,6 +82,16 @@ _NOT_PLAIN = re.compile(r"[^\x20-\x7e\n]|[!&*|>%@\\?]|^(?:---|\.\.\.)", re.M)
 # aliases, block scalars, directives, escapes, complex keys, document markers. libyaml and
 # PyYAML's own parser read some of these differently (a lone `!`, `>#`, a trailing tab), so
 # only the rest goes to libyaml (flow collections, as agentos.yaml's hooks, included).
+_PLAIN_BYTES = bytes(c for c in range(0x20, 0x7F) if chr(c) not in "!&*|>%@\\?") + b"\n"
+
+
+def _not_plain(text: str) -> bool:
+    """`_NOT_PLAIN.search(text)` is not None, in C-level passes (the regex tries three
+    branches at every character: 0.05-0.1 ms on agentos.yaml). tests/test_yaml_plain.py
+    compares the two."""
+    if not text.isascii() or text.encode("ascii").translate(None, _PLAIN_BYTES):
+        return True
+    return text.startswith(("---", "...")) or "\n---" in text or "\n..." in text
 
 
 def _plain_load(text: str) -> Any:
@@ -93,11 +103,11 @@ def _plain_load(text: str) -> Any:
     import yaml
 
     fast = getattr(yaml, "CSafeLoader", None)
-    if fast is None or _NOT_PLAIN.search(text):
+    if fast is None or _not_plain(text):
         return _PURE
     try:
         if _collections_at_most(text) < MAX_YAML_DEPTH:  # cannot nest too deep: one parse
-            return yaml.load(text, Loader=fast)
+            return _libyaml_load(text, fast)
         level = 0
         for event in yaml.parse(text, Loader=fast):
             if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
@@ -108,18 +118,76 @@ def _plain_load(text: str) -> Any:
                 level -= 1
             elif isinstance(event, yaml.ScalarEvent) and level + 1 > MAX_YAML_DEPTH:
                 return _PURE
-        return yaml.load(text, Loader=fast)
+        return _libyaml_load(text, fast)
     except yaml.YAMLError:
         return _PURE
+
+
+_STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+_SCALARS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "timestamp"))
+
+
+class _Unsure(Exception):
+    """A node `_build` leaves to PyYAML's constructor."""
+
+
+def _libyaml_load(text: str, fast: Any) -> Any:
+    """`yaml.load(text, Loader=fast)` for plain YAML: libyaml composes the nodes, and the
+    document is built from them directly (strings, mappings, sequences; other scalars by the
+    SafeConstructor's own functions) instead of through PyYAML's generic constructor, its
+    generators and its per-node bookkeeping (the most of reading a frontmatter). A node it
+    does not know (a merge key, a collection as a key) or any error reads the text again
+    with `yaml.load`, for its document or its error. tests/test_yaml_plain.py compares them."""
+    import yaml
+
+    loader = fast(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            return _build(node, loader, yaml.ScalarNode, yaml.MappingNode)
+        except Exception:  # PyYAML reads it again: its document, or its own error
+            pass
+    finally:
+        loader.dispose()
+    return yaml.load(text, Loader=fast)
+
+
+def _build(node: Any, loader: Any, scalar: type, mapping: type) -> Any:
+    tag, kind = node.tag, type(node)
+    if kind is scalar:
+        if tag == _STR:
+            return node.value
+        if tag in _SCALARS:
+            return loader.yaml_constructors[tag](loader, node)
+    elif kind is mapping:
+        if tag == _MAP:
+            out = {}
+            for key, value in node.value:
+                if type(key) is not scalar:
+                    raise _Unsure  # a collection as a key: PyYAML's "found unhashable key"
+                out[_build(key, loader, scalar, mapping)] = _build(value, loader, scalar, mapping)
+            return out
+    elif tag == _SEQ:
+        return [_build(item, loader, scalar, mapping) for item in node.value]
+    raise _Unsure  # a merge key, `=`, any tag not plain
 
 
 def _collections_at_most(text: str) -> int:
     """A bound on the collections plain YAML `text` holds, so on how deep they nest: each
     starts at an indicator of its own (a mapping at its first `:` or `{`, a sequence at its
-    first `- ` entry or `[`), and every one of those is counted. Most frontmatter counts a
-    dozen: its depth needs no walk over libyaml's events (half of reading it)."""
+    first `- ` entry or `[`), and every one of those is counted, except on a comment line
+    (only spaces before its `#`: a comment, or text inside a quoted scalar, never a
+    collection; agentos.yaml's comments would otherwise cost it the walk). Most frontmatter
+    counts a dozen: its depth needs no walk over libyaml's events (half of reading it)."""
+    if "#" in text:
+        text = _COMMENT_LINE.sub("", text)
     return (text.count(":") + text.count("- ") + text.count("-\n") + text.endswith("-")
             + text.count("[") + text.count("{"))
+
+
+_COMMENT_LINE = re.compile(r"^ *#.*", re.M)
 
 
 KEEP_READ, KEEP_READ_CHARS = 256, 2_000_000

@@ -150,3 +150,40 @@ def test_the_yaml_kept_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) 
     assert load_yaml(big) == {"text": "x" * 40}
     assert sum(len(t) for t, _ in yamlload._READ) <= 40
     assert (big, yamlload.MAX_YAML_CHARS) not in yamlload._READ
+
+
+def test_a_cached_runtime_finds_its_workspace_once(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel import kernel
+    from agentos_kernel.jupyter import runtime_cache
+
+    found: list[object] = []
+    real = runtime_cache.find_workspace
+
+    def spy(*args: object) -> object:
+        found.append(args)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runtime_cache, "find_workspace", spy)
+    monkeypatch.setattr(kernel, "find_workspace", spy)
+    runtime_cache.clear()
+    rt = runtime_cache.cached_runtime(workspace)
+    assert len(found) == 1 and rt.workspace.root == workspace.resolve()
+    runtime_cache.clear()
+
+
+@pytest.mark.parametrize("make", ["dir", "file", "missing", "link-to-dir", "dangling"])
+def test_a_contract_dir_is_the_workspaces_as_pathlib_finds_it(tmp_path: Path, make: str) -> None:
+    from agentos_kernel.workspace import Workspace, reference_dir
+
+    own = tmp_path / "schemas"
+    if make == "dir":
+        own.mkdir()
+    elif make == "file":
+        own.write_text("")
+    elif make == "link-to-dir":
+        (tmp_path / "elsewhere").mkdir()
+        own.symlink_to(tmp_path / "elsewhere")
+    elif make == "dangling":
+        own.symlink_to(tmp_path / "nowhere")
+    ws = Workspace(tmp_path, tmp_path / "agentos.yaml", False)
+    assert ws.contract_dir("schemas") == (own if own.is_dir() else reference_dir() / "schemas")

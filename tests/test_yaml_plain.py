@@ -95,13 +95,13 @@ def _collections(text: str) -> int | None:
 
 
 @settings(max_examples=3000, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(list("ab1.:- '\"\n,{}[]")), max_size=40)
+@given(text=st.text(alphabet=st.sampled_from(list("ab1.:- '\"\n,{}[]#")), max_size=40)
        | _DOCS.map(lambda d: yaml.safe_dump(d, default_flow_style=None)))
 def test_the_indicator_count_bounds_the_collections(text: str) -> None:
     # _plain_load skips its walk over the events when this count is under the depth bound:
     # it must never be fewer than the collections the text holds (so never shallower).
     found = _collections(text)
-    if found is not None and not yamlload._NOT_PLAIN.search(text):
+    if found is not None and not yamlload._not_plain(text):
         assert yamlload._collections_at_most(text) >= found, text
 
 
@@ -109,3 +109,80 @@ def test_the_indicator_count_bounds_the_collections(text: str) -> None:
                                   "-\n -\n  -", "a: [b: c]"])
 def test_compact_nesting_is_counted(text: str) -> None:
     assert yamlload._collections_at_most(text) >= _collections(text) > 1  # type: ignore[operator]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("a1:- #\n.!&*|>%@\\?\t\r\x7f\u00e9\U0001f600")),
+                    max_size=30) | st.text(max_size=30))
+def test_the_plain_check_is_the_regexs(text: str) -> None:
+    assert yamlload._not_plain(text) == (yamlload._NOT_PLAIN.search(text) is not None), repr(text)
+
+
+@pytest.mark.parametrize("text", ["a: 1  # b: [c]\n#: {d: e}\n  # - f", "[a,\n  # b: [c]\n  d]",
+                                  "a: 'x\n  # y: [z]'", "a:\n  # - b\n  - c: [d]"])
+def test_comment_lines_hold_no_collection(text: str) -> None:
+    assert yamlload._collections_at_most(text) >= _collections(text) >= 1  # type: ignore[operator]
+    assert _same(text)
+
+
+def test_the_reference_config_is_read_without_walking_its_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    # its comments hold more `:` than the depth bound: counted, they would cost the walk
+    from agentos_kernel.workspace import reference_dir
+
+    text = (reference_dir() / "agentos.yaml").read_text()
+    walked: list[str] = []
+    real = yaml.parse
+    monkeypatch.setattr(yaml, "parse", lambda *a, **k: walked.append("parse") or real(*a, **k))
+    yamlload.forget_read()
+    assert load_yaml(text)["default_profile"] == "scripted"
+    assert walked == []
+
+
+def _outcome(read: Any) -> tuple[Any, ...]:
+    try:
+        doc = read()
+    except Exception as exc:  # the same error, or the same document
+        return ("error", type(exc), str(exc))
+    return ("doc", repr(doc))  # repr: types, key order, NaN
+
+
+def _direct_is_pyyamls(text: str) -> None:
+    assert _outcome(lambda: yamlload._libyaml_load(text, yaml.CSafeLoader)) == \
+        _outcome(lambda: yaml.load(text, Loader=yaml.CSafeLoader)), repr(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(doc=_DOCS, style=st.sampled_from([False, None, True]))
+def test_the_direct_build_reads_documents_as_pyyaml(doc: Any, style: bool | None) -> None:
+    _direct_is_pyyamls(yaml.safe_dump(doc, default_flow_style=style))
+
+
+_WORDS = ["a", "b", "1", "0x1f", "1:20", "1_0", "-.5", ".nan", ".inf", "yes", "No", "~", "null", "''",
+          "2001-12-14", "2001-02-30", "2001-12-14t21:59:43.10-05:00", "<<", "=", "[a, b]", "{a: 1}"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=st.lists(st.sampled_from([*_WORDS, ": ", "- ", "\n", "  ", ", ", "#", "[", "]", "{", "}"]),
+                     max_size=14).map("".join)
+       | st.text(alphabet=st.sampled_from(list("ab1.:-# '\"\n,=<{}[]")), max_size=40))
+def test_the_direct_build_reads_any_text_as_pyyaml(text: str) -> None:
+    _direct_is_pyyamls(text)
+
+
+@pytest.mark.parametrize("text", ["a: 1\nb: {<<: {c: 2}}", "<<: {a: 1}\nb: 2", "=: 1", "a: =",
+                                  "[a]: 1", "{a: 1}: 2", "a: 2001-02-30\nb: 2001-13-01", "a: 1\na: 2",
+                                  "1: a\ntrue: b", "", "# only a comment", "- 0o17\n- 0b101\n- 1:20"])
+def test_the_direct_build_leaves_the_rest_to_pyyaml(text: str) -> None:
+    _direct_is_pyyamls(text)
+
+
+def test_a_workspace_builds_its_yaml_without_pyyamls_constructor(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.kernel import Runtime
+
+    generic: list[int] = []
+    real = yaml.constructor.BaseConstructor.construct_document
+    monkeypatch.setattr(yaml.constructor.BaseConstructor, "construct_document",
+                        lambda self, node: generic.append(1) or real(self, node))
+    yamlload.forget_read()
+    Runtime.from_workspace(None)  # the bundled workspace: skills, agents, agentos.yaml
+    assert generic == []

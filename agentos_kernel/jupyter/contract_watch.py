@@ -15,9 +15,10 @@ import ctypes
 import ctypes.util
 import os
 import queue
+import stat
 import struct
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 _IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
@@ -72,10 +73,14 @@ class ContractWatch:
         trees: list[str] = []
         for path in paths:
             names.setdefault(str(path.parent), set()).add(path.name)
-            if path.is_symlink():
+            try:  # one lstat for `path.is_symlink()` and, when it is not a link, `path.is_dir()`
+                mode = os.lstat(path).st_mode
+            except (OSError, ValueError):
+                mode = 0  # missing (or a name no file system holds): watched for being created
+            if stat.S_ISLNK(mode):
                 _give_up(fd)
                 return None
-            if path.is_dir() and not _tree(str(path), trees):
+            if stat.S_ISDIR(mode) and not _tree(str(path), trees):
                 _give_up(fd)
                 return None
         filters: dict[int, frozenset[str] | None] = {}
@@ -170,17 +175,19 @@ def _tree(top: str, out: list[str]) -> bool:
     except OSError:
         return True
     out.append(top)
-    if any(_safely(e.is_symlink) for e in entries):
-        return False
-    return all(_tree(e.path, out) for e in entries if _safely(e.is_dir))
-
-
-def _safely(test: Callable[[], bool]) -> bool:
-    """An entry's test, False when it cannot be made (gone since listed), as os.walk has it."""
-    try:
-        return test()
-    except OSError:
-        return False
+    below = []
+    for entry in entries:  # one pass: every entry is asked whether it is a link before any recursion
+        try:
+            if entry.is_symlink():
+                return False
+        except OSError:  # gone since listed: not a link, as os.walk has it
+            pass
+        try:
+            if entry.is_dir():
+                below.append(entry.path)
+        except OSError:
+            pass
+    return all(_tree(path, out) for path in below)
 
 
 def _give_up(fd: int) -> None:

@@ -105,7 +105,7 @@ def cached_runtime(workspace: Path | str | None = None, *, profile: str | None =
     watch = ContractWatch.start(contract_files(ws, roots))
     before = None if watch is not None else signature(ws, roots)
     try:
-        rt = Runtime.from_workspace(workspace, profile=profile, faults=faults, cwd=cwd)
+        rt = Runtime.from_workspace(ws, profile=profile, faults=faults)  # found above: not again
     except BaseException:
         if watch is not None:
             watch.close()

@@ -17,7 +17,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -124,35 +124,44 @@ def json_files(root: Path) -> list[str]:
     return [prefix + "/".join(parts) for parts in found]
 
 
-def load_one(path: Path, raw: bytes | OSError, schemas: dict[str, dict[str, Any]],
-             files: dict[str, Path]) -> Problem | None:
+def load_one(path: str, raw: bytes | OSError, schemas: dict[str, dict[str, Any]],
+             files: dict[str, Path | str]) -> Problem | None:
     """Parse and meta-check one schema file from the bytes read (or the error reading it
-    gave) into `schemas` and `files`; the Problem naming the file and field otherwise."""
+    gave) into `schemas` and `files` (its path as listed: a Path made of each of 69 files
+    was a tenth of a fresh kernel's load); the Problem naming the file and field otherwise."""
     if isinstance(raw, OSError):
-        return Problem(str(path), "-", f"not valid JSON: {raw}")
+        return Problem(path, "-", f"not valid JSON: {raw}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Problem(str(path), "-", decode_problem(exc))
+        return Problem(path, "-", decode_problem(exc))
     if "\r" in text:  # as `read_text` reads it (universal newlines): error offsets stay the same
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         doc = _parse(raw, text)
     except json.JSONDecodeError as exc:
-        return Problem(str(path), "-", f"not valid JSON: {exc}")
+        return Problem(path, "-", f"not valid JSON: {exc}")
     if not isinstance(doc, dict):
-        return Problem(str(path), "-", "a schema must be a JSON object")
+        return Problem(path, "-", "a schema must be a JSON object")
     sid = doc.get("$id")
-    if sid != path.stem:
-        return Problem(str(path), "$id", f"is {sid!r}; it must equal the file name {path.stem!r}")
+    if sid != (stem := _stem(path)):
+        return Problem(path, "$id", f"is {sid!r}; it must equal the file name {stem!r}")
     if sid in schemas:
-        return Problem(str(path), "$id", f"{sid!r} is already defined in {files[sid]}")
+        return Problem(path, "$id", f"{sid!r} is already defined in {files[sid]}")
     bad = meta_problem(doc)
     if bad is not None:
-        return Problem(str(path), "-", f"not a valid draft 2020-12 schema: {bad}")
+        return Problem(path, "-", f"not a valid draft 2020-12 schema: {bad}")
     schemas[sid] = doc
     files[sid] = path
     return None
+
+
+def _stem(path: str) -> str:
+    """`Path(path).stem`: the last name less its suffix (none for a name that only starts
+    with a dot, as `.json`)."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -221,10 +230,10 @@ def _parse(raw: bytes, text: str) -> Any:
     return json.loads(text)
 
 
-def may_refer(raw: bytes) -> bool:
+def may_refer(raw: bytes, escaped: bool) -> bool:
     """Whether a schema file's bytes may hold a `$ref`: the key written out, or any escape
-    (`"\\u0024ref"` is the same key)."""
-    return b"$ref" in raw or b"\\u" in raw
+    (`"\\u0024ref"` is the same key); `escaped`: whether they hold `\\u`."""
+    return escaped or b"$ref" in raw
 
 
 def ref_targets(doc: Any) -> set[str]:
@@ -245,15 +254,20 @@ def ref_targets(doc: Any) -> set[str]:
     return found
 
 
-def dangling_refs(schemas: dict[str, dict[str, Any]], files: dict[str, Path],
-                  referring: Iterable[str] | None = None) -> list[Problem]:
+def dangling_refs(schemas: dict[str, dict[str, Any]], files: Mapping[str, Path | str],
+                  referring: Iterable[str] | None = None,
+                  found: dict[str, set[str]] | None = None) -> list[Problem]:
     """A `$ref` to an id that is not loaded names its file (the validator library would
     otherwise fail on it with a bare ValueError). `referring`: the ids whose documents may
-    hold a `$ref` (`may_refer`), the others not walked; None walks every one."""
+    hold a `$ref` (`may_refer`), the others not walked; None walks every one. `found`, if
+    given, gets the targets of each document walked that has a `$ref`."""
     problems = []
     for sid in schemas if referring is None else referring:
         doc = schemas[sid]
-        for target in sorted(ref_targets(doc)):
+        targets = ref_targets(doc)
+        if found is not None and targets:
+            found[sid] = targets
+        for target in sorted(targets):
             if target and target not in schemas:
                 fix = (f"add schemas/{target}.json" if "/" not in target and ":" not in target else
                        "a schema is never fetched: refer to the $id of a schema in schemas/")

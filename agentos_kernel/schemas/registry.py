@@ -9,7 +9,7 @@ shared registry. A missing id is an error (`SCHEMA_NOT_FOUND`), never a pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -21,6 +21,7 @@ import orjson
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
 from .loading import dangling_refs, keep, load_one, loaded_before, may_refer, meta_problem, read_files
+from .reach import ref_closure, self_contained
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
@@ -45,10 +46,17 @@ def _pointer(parts: Iterable[Any]) -> str:
 class SchemaRegistry:
     """Loads every `*.json` under the schema roots, keyed by `$id` (which must be the file stem)."""
 
-    def __init__(self, schemas: dict[str, dict[str, Any]], files: dict[str, Path]) -> None:
+    def __init__(self, schemas: dict[str, dict[str, Any]], files: Mapping[str, Path | str],
+                 refs: dict[str, set[str]] | None = None) -> None:
+        """`refs`: None builds the jsonschema-rs Registry of every schema now (its errors
+        raised here). Given by `load` when every file is self-contained (loading.py): the
+        ids each schema with a `$ref` refers to; then a schema without one compiles without a
+        Registry, and the others with one of the schemas their `$ref`s reach, built once on
+        first use (the only resources a `$ref` of those schemas can resolve to)."""
         self._schemas = schemas
         self._files = files
-        self._registry = jsonschema_rs.Registry(list(schemas.items()))
+        self._refs = refs
+        self._registry = jsonschema_rs.Registry(list(schemas.items())) if refs is None else None
         self._validators: dict[str, Any] = {}
         self._resolved: dict[str, bytes] = {}
 
@@ -62,20 +70,27 @@ class SchemaRegistry:
         if len(key) == len(read) and (hit := loaded_before(key)) is not None:
             return hit  # type: ignore[no-any-return]
         schemas: dict[str, dict[str, Any]] = {}
-        files: dict[str, Path] = {}
+        files: dict[str, Path | str] = {}
         problems: list[Problem] = []
         referring: list[str] = []  # the ids whose bytes may hold a $ref: only these are walked
+        escaped = False  # any file with a `\u` escape (self_contained's test too)
         for name, raw in read:  # parsed from the bytes read above: the key is what was loaded
-            problem = load_one(Path(name), raw, schemas, files)
+            problem = load_one(name, raw, schemas, files)
             if problem:
                 problems.append(problem)
-            elif isinstance(raw, bytes) and may_refer(raw):
+                continue
+            if isinstance(raw, bytes) and may_refer(raw, escape := b"\\u" in raw):
                 referring.append(next(reversed(schemas)))
+                escaped = escaped or escape
+        refs: dict[str, set[str]] = {}
         if not problems:
-            problems = dangling_refs(schemas, files, referring)
+            problems = dangling_refs(schemas, files, referring, refs)
         if problems:
             raise ContractError(problems)
-        loaded = cls(schemas, files)
+        # every file self-contained: the jsonschema-rs Registry built on first use, of what $refs reach
+        contained = (len(key) == len(read) and not escaped
+                     and self_contained(schemas, [raw for _, raw in key]))
+        loaded = cls(schemas, files, refs if contained else None)
         if len(key) == len(read):
             keep(key, loaded)
         return loaded
@@ -118,13 +133,13 @@ class SchemaRegistry:
 
     def file(self, schema_id: str) -> Path:
         """The file a schema was loaded from."""
-        return self._files[schema_id]
+        return Path(self._files[schema_id])
 
     def _validator(self, schema_id: str) -> Any:
         v = self._validators.get(schema_id)
         if v is None:
             v = jsonschema_rs.Draft202012Validator(  # offline: whatever a schema names, never fetched
-                self._schemas[schema_id], registry=self._registry, offline=True
+                self._schemas[schema_id], registry=self._registry_for(schema_id), offline=True
             )
             self._validators[schema_id] = v
         return v
@@ -136,6 +151,18 @@ class SchemaRegistry:
         if schema_id not in self._schemas:
             raise KeyError(f"unknown schema id {schema_id!r}")
         return self._validator(schema_id).is_valid  # type: ignore[no-any-return]
+
+    def _registry_for(self, schema_id: str) -> Any:
+        """The Registry `schema_id` compiles with: every schema's (built at load), or, for
+        self-contained files, none for a schema without `$ref` (it resolves nothing) and for
+        the others one of the schemas their `$ref`s reach, built once."""
+        if self._refs is None or (self._registry is not None and schema_id in self._refs):
+            return self._registry
+        if schema_id not in self._refs:
+            return None
+        reached = ref_closure(self._refs)
+        self._registry = jsonschema_rs.Registry([(s, d) for s, d in self._schemas.items() if s in reached])
+        return self._registry
 
     def violations(self, payload: Any, schema_id: str) -> list[Violation]:
         """The violations of `schema_id` by `payload` (empty when valid; at most

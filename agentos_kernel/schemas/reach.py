@@ -1,0 +1,46 @@
+"""Which schemas a jsonschema-rs Registry must hold: with self-contained schema files, only
+those some `$ref` reaches (SchemaRegistry builds it on first use; a fresh kernel's first
+`%agent` no longer registers all of a workspace's schemas, issue 24)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .loading import DRAFT_2020_12
+
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_NOT_CONTAINED = (b"nchor", b'Ref"')
+"""What makes a file other than self-contained, besides an escape (any key may hide behind
+one: `load` tells): an anchor (`$anchor`, `$dynamicAnchor`, `$recursiveAnchor`), a dynamic
+reference (the keys `"$dynamicRef"`, `"$recursiveRef"`)."""
+
+
+def self_contained(schemas: dict[str, dict[str, Any]], raws: list[bytes]) -> bool:
+    """Whether every loaded schema (meta-checked, each `$id` its file's stem, `raws` the
+    files' bytes, none with a `\\u` escape) adds nothing to a jsonschema-rs Registry but
+    itself at its id, so that leaving one out changes nothing a `$ref` elsewhere resolves
+    to, and a Registry of any of them cannot fail: each of draft 2020-12 (whose meta-check
+    asserts formats) with a plain name for an id, one `$id` in each file (no embedded
+    resource), no anchor, no dynamic reference. Checked over all the bytes at once (a few
+    C-level scans). tests/test_schema_registry_lazy.py compares registries built so with the
+    full one."""
+    joined = b"\0".join(raws)
+    drafted = [doc["$schema"] for doc in schemas.values() if "$schema" in doc]
+    return (joined.count(b'"$id"') == len(schemas) == len(raws)
+            and joined.count(b'"$schema"') == len(drafted) and all(d == DRAFT_2020_12 for d in drafted)
+            and not any(bad in joined for bad in _NOT_CONTAINED)
+            and all(_PLAIN_ID.match(sid) for sid in schemas))
+
+
+def ref_closure(refs: dict[str, set[str]]) -> set[str]:
+    """The ids reached from the schemas in `refs` (id -> the ids its `$ref`s name, `""` for
+    one inside itself) by following `$ref`s, the referring ones included."""
+    reached: set[str] = set()
+    todo = [t for targets in refs.values() for t in targets] + list(refs)
+    while todo:
+        sid = todo.pop()
+        if sid and sid not in reached:
+            reached.add(sid)
+            todo.extend(refs.get(sid, ()))
+    return reached
