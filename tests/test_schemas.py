@@ -209,3 +209,17 @@ def test_an_mcp_schema_that_would_not_compile_is_refused(tmp_path: Path) -> None
     reg = SchemaRegistry.load(reference_dir() / "schemas")
     with pytest.raises(ContractError, match='not a valid draft 2020-12 schema: "\\(" is not a "regex"'):
         reg.with_schemas({"tool_in_v1": {"type": "string", "pattern": "("}}, "mcp server x")
+
+
+def test_a_draft_04_bad_nested_id_is_a_contract_error_naming_its_file(tmp_path: Path) -> None:
+    # Draft 4's meta-check leaves its `id` unchecked (later drafts' refuse a bad `$id`), so this
+    # passed the load's checks and then the jsonschema-rs Registry raised a bare ValueError:
+    # a traceback from `agentos validate` and `agentos run`.
+    _one(tmp_path, "ok_v1", json.dumps({"$id": "ok_v1", "type": "object",
+                                        "properties": {"x": {"$ref": "old_v1"}}}))
+    _one(tmp_path, "old_v1", json.dumps({"$schema": "http://json-schema.org/draft-04/schema#",
+                                         "$id": "old_v1", "properties": {"a": {"id": "http://[bad"}}}))
+    with pytest.raises(ContractError) as got:
+        SchemaRegistry.load(tmp_path)
+    assert [(Path(p.file).name, p.field) for p in got.value.problems] == [("old_v1.json", "id")]
+    assert "Invalid URI reference 'http://[bad'" in str(got.value)

@@ -5,8 +5,13 @@ those some `$ref` reaches (SchemaRegistry builds it on first use; a fresh kernel
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
+
+from ..errors import Problem
 from .loading import DRAFT_2020_12
 
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
@@ -44,3 +49,28 @@ def ref_closure(refs: dict[str, set[str]]) -> set[str]:
             reached.add(sid)
             todo.extend(refs.get(sid, ()))
     return reached
+
+
+def registry_problems(schemas: dict[str, dict[str, Any]], files: Mapping[str, Path | str],
+                      exc: ValueError) -> list[Problem]:
+    """Why the jsonschema-rs Registry of `schemas` could not be built (it raised `exc`): each
+    schema that cannot be registered alone, named by its file; the error itself when each
+    can. An older draft's nested `id` is not format-checked at load (only draft 2020-12's
+    meta-check asserts formats), so an `id` that is no URI reference gets this far."""
+    problems = []
+    for sid, doc in schemas.items():
+        try:  # alone, its `$ref`s left out (they name other schemas): only its own ids count
+            jsonschema_rs.Registry([(sid, _without_refs(doc))])
+        except ValueError as one:
+            problems.append(Problem(str(files[sid]), "id", f"{str(one).splitlines()[0]}; every `id` and "
+                                    "`$id` in a schema must be a URI reference (e.g. a plain name)"))
+    return problems or [Problem(str(next(iter(files.values()), "schemas")), "-",
+                                f"the schemas cannot be registered together: {str(exc).splitlines()[0]}")]
+
+
+def _without_refs(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_refs(v) for k, v in node.items() if k != "$ref"}
+    if isinstance(node, list):
+        return [_without_refs(v) for v in node]
+    return node

@@ -21,7 +21,7 @@ import orjson
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
 from .loading import dangling_refs, keep, load_one, loaded_before, may_refer, meta_problem, read_files
-from .reach import ref_closure, self_contained
+from .reach import ref_closure, registry_problems, self_contained
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
 # its messages quote the failing value, so a YAML alias bomb (9 aliases of 9 aliases ...) would
@@ -90,7 +90,10 @@ class SchemaRegistry:
         # every file self-contained: the jsonschema-rs Registry built on first use, of what $refs reach
         contained = (len(key) == len(read) and not escaped
                      and self_contained(schemas, [raw for _, raw in key]))
-        loaded = cls(schemas, files, refs if contained else None)
+        try:
+            loaded = cls(schemas, files, refs if contained else None)
+        except ValueError as exc:  # the full Registry refused a schema the meta-check passed
+            raise ContractError(registry_problems(schemas, files, exc)) from None
         if len(key) == len(read):
             keep(key, loaded)
         return loaded
