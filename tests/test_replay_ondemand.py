@@ -7,15 +7,21 @@ bytes, errors and snapshots."""
 from __future__ import annotations
 
 import random
+from array import array
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from agentos_kernel.store.events import LogError, TornTail
+from agentos_kernel import replay
+from agentos_kernel.jupyter.widgets.snapview import diff_snapshots, json_head, snapshot_rows
+from agentos_kernel.store.events import LogError, TornTail, read_log
+from agentos_kernel.store.replay.index import CHECKPOINT_EVERY, ReplayIndex
 from agentos_kernel.store.replay.logview import STRIDE, LogEvents
 from agentos_kernel.testing import write_long_session
 
+from .replay_oracle.index import ReplayIndex as OldReplayIndex
 from .replay_oracle.logview import LogEvents as OldLogEvents
 
 SEEDS = range(40)
@@ -124,3 +130,101 @@ def test_a_torn_line_at_a_block_start_is_set_aside(tmp_path: Path, n: int) -> No
     new, new_torn = _open(LogEvents, path)
     assert new_torn == old_torn and len(old_torn) == 1 and len(new) == len(old) == n
     assert list(new) == list(old) and list(new.records()) == list(old.records())
+
+
+HOOKS = ["PreToolUse", "PostToolUse", "SkillStart", "Stop", "WorkflowStart", "PhaseAdvance"]
+
+
+def _event_log(tmp: Path, seed: int, n: int, many_types: bool = False) -> Path:
+    """A log of n random events crossing every part of the fold: hook decisions of several
+    hooks, tool calls, reports whose ids repeat, amendments of the latest and of older
+    reports, L8 cycles, failures of any layer, closes, usage; `many_types`: 300 more types."""
+    rnd = random.Random(seed)
+    reports: list[str] = []
+    lines = []
+    for i in range(n):
+        eid, payload, actor = f"e{i}", {}, rnd.choice(["lead", "worker", "reviewer", "hook:x", "system"])
+        t = rnd.choice(["hook.fired"] * 4 + ["tool.invoke", "tool.result", "worker.report", "event.amended",
+                        "workflow.started", "workflow.phase_advanced", "workflow.policy_gated",
+                        "workflow.completed", "domain.error", "schema.violation", "session.close",
+                        "agent.transition", "llm.response", "skill.invoke", "human.escalation",
+                        "llm.request", "skill.complete"])
+        if many_types and rnd.random() < 0.5:
+            t = f"x{rnd.randrange(300)}.made_up"
+        if t == "hook.fired":
+            payload = {"hook": rnd.choice(HOOKS), "handler": f"h{rnd.randrange(3)}",
+                       "decision": rnd.choice(["allow", "deny"]), "reason": "r" * rnd.randrange(40)}
+        elif t == "tool.invoke":
+            payload = {"id": f"t{i}", "name": rnd.choice(["read_file", "echo"]), "args": {"n": i}}
+        elif t == "worker.report":
+            if reports and rnd.random() < 0.4:
+                eid = rnd.choice(reports)  # an id reported before
+            reports.append(eid)
+            payload = {"output": f"out {i}"}
+        elif t == "event.amended" and reports:
+            payload = {"target_id": rnd.choice([reports[-1], rnd.choice(reports), "nothing"]),
+                       "field": rnd.choice(["output", "output", "other"]), "value": f"amended {i}"}
+        elif t.startswith("workflow."):
+            payload = {"cycle_id": "c", "mode": "auto", "entry_phase": rnd.choice(["a", None]),
+                       "from_phase": rnd.choice(["a", "b", None]), "to_phase": rnd.choice(["b", "c"]),
+                       "verdict": "done", "reason": "ok"}
+        elif t == "domain.error":
+            payload = {"code": "X", "layer": rnd.choice(["L1", "L2", "L5", "L7"]), "message": "m"}
+        elif t == "schema.violation":
+            payload = {"schema_id": "s", "where": "w", "violations": [{"path": "/a", "message": "bad"}]}
+        elif t == "session.close":
+            payload = {"ok": rnd.random() < 0.5, "reason": "done"}
+        elif t == "agent.transition":
+            payload = {"to": rnd.choice(["PLAN", "WORK", "REVIEW", "REWORK", "DONE"])}
+        elif t == "llm.response":
+            payload = {"usage": {"input_tokens": rnd.randrange(99), "output_tokens": 3, "cost_usd": 0.0001}}
+        elif t == "skill.invoke":
+            payload = {"skill": rnd.choice(["greet", "note"])}
+        if rnd.random() < 0.02:
+            payload = rnd.choice([None, [1, 2], "text"])  # a payload that is not an object
+        lines.append({"id": eid, "session_id": "s", "ts": "2026-01-01T00:00:00Z", "type": t,
+                      "actor": actor, "payload": payload, "schema_version": "v1", "parent_id": None,
+                      "seq": i + 1})
+    path = tmp / f"events{seed}.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in lines))
+    return path
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_bounded_index_answers_what_the_full_fold_answered(tmp_path: Path, seed: int) -> None:
+    rnd = random.Random(seed)
+    every = rnd.choice([1, 5, 64, CHECKPOINT_EVERY])
+    path = _event_log(tmp_path, seed, 1500 if seed == 11 else rnd.randint(1, 900), many_types=seed == 11)
+    old, new = OldReplayIndex(OldLogEvents(path), every=every), ReplayIndex(LogEvents(path), every=every)
+    n = len(old)
+    assert len(new) == n
+    if seed == 11:
+        assert isinstance(new._codes, array)  # past 255 codes: two bytes each
+    order = list(range(n + 1))
+    rnd.shuffle(order)
+    for k in order[:150] + list(range(min(n, 40) + 1)):
+        assert new.snapshot(k) == old.snapshot(k), k
+        shown = new.view(k)
+        assert shown == old.snapshot(k), k
+        assert snapshot_rows(shown, compact=True) == snapshot_rows(old.snapshot(k), compact=True)
+        if k:
+            assert diff_snapshots(new.view(k - 1), new.view(k)) == \
+                diff_snapshots(old.snapshot(k - 1), old.snapshot(k))
+        assert list(new.layer_counts(k).items()) == list(old.layer_counts(k).items())
+    for i in rnd.sample(range(n), min(n, 200)):
+        assert (new.type(i), new.layer(i)) == (old.type(i), old.layer(i))
+        for hook in HOOKS:
+            assert new.hook_run(i, hook) == old.hook_run(i, hook), (i, hook)
+
+
+def test_snapshot_lists_read_from_the_log_are_the_folds_lists(tmp_path: Path) -> None:
+    path = _event_log(tmp_path, 99, 700)
+    index = ReplayIndex(LogEvents(path))
+    full = replay(read_log(path))
+    view = index.view(len(index))
+    assert len(view.hook_decisions) == len(full.hook_decisions) > 100
+    assert view.hook_decisions[5] == full.hook_decisions[5]
+    assert view.hook_decisions[-1] == full.hook_decisions[-1]
+    assert view.hook_decisions[3:6] == full.hook_decisions[3:6] and list(view.errors) == list(full.errors)
+    assert json_head(view.hook_decisions) == json_head(full.hook_decisions)
+    assert index.snapshot(len(index)).to_dict() == full.to_dict()

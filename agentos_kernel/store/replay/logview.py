@@ -32,6 +32,8 @@ Row = tuple[str, str, str, str, Any]
 
 STRIDE = 64
 """Events between two indexed offsets: a step reads one block of this many lines."""
+ROWS_BATCH = 4 * STRIDE
+"""Lines `rows` parses per orjson call: the calls' cost amortised, a few MB of values at once."""
 CACHED = 8
 """Blocks kept read (a step reads the event's block and folds from a mark up to 4 blocks back)."""
 _CHUNK = 1 << 20
@@ -181,9 +183,10 @@ class LogEvents(Sequence[Event]):
                 values = orjson.loads(b"[" + chunk.replace(b"\n", b",") + b"]")
             except orjson.JSONDecodeError:
                 values = None  # a blank line inside the batch, or a line that is not JSON
-            if type(values) is not list or len(values) != b - a:
-                values = [self.record(i) for i in range(a, b)]
-            yield from values
+            if type(values) is list and len(values) == b - a:
+                yield from values
+            else:  # line by line, lazily: the first bad line raises as a reader meets it
+                yield from (self.record(i) for i in range(a, b))
 
     @overload
     def __getitem__(self, i: int) -> Event: ...
@@ -203,8 +206,12 @@ class LogEvents(Sequence[Event]):
     def rows(self, lo: int = 0, hi: int | None = None) -> Iterator[Row]:
         """(id, session_id, type, actor, payload) of events lo..hi-1, each line checked as
         an event (LogError naming file, line and field) but no Event built."""
-        for i in range(lo, len(self) if hi is None else hi):
-            d = self.record(i)
+        hi = len(self) if hi is None else hi
+        # a few lines from the blocks kept; more in batches of ROWS_BATCH lines (a reference
+        # request's events parse to ~10 kB each: 8192 at once held 80 MB)
+        values = (self.record(i) for i in range(lo, hi)) if hi - lo < STRIDE \
+            else self.records(lo, hi, ROWS_BATCH)
+        for i, d in enumerate(values, lo):
             if type(d) is not dict or d.keys() not in _EVENT_KEYS or type(d["type"]) is not str \
                     or type(d["actor"]) is not str:
                 Event.from_dict(d, where=self.where(i))  # raises the error that names the field
