@@ -14,7 +14,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from ...store.replay.fold import Cost, Snapshot
-from ...store.replay.index import LogItems
+from ...store.replay.logitems import LogItems
 from ..layers import clip, esc
 
 SHOWN = 300

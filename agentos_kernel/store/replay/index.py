@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from copy import deepcopy
-from typing import Any, overload
+from typing import Any
 
 from ..events import Event
 from ..recorder import layer_for
-from .fold import Snapshot, _Fold, error_item, hook_item, tool_item, violation_item
+from .fold import FOLDED_TYPES, Snapshot, _Fold, error_item, hook_item, tool_item, violation_item
+from .logitems import LogItems
 from .logview import rows_of
 from .snapshot import LISTS, Cost
 
@@ -37,50 +38,15 @@ _SOURCE = {"tool.invoke": "tools_invoked", "hook.fired": "hook_decisions",
 # The event type each append-only list is folded from, and how an item is made of a payload.
 _ITEM = {"tools_invoked": tool_item, "hook_decisions": hook_item,
          "schema_violations": violation_item, "errors": error_item}
+_LISTED_ONLY = frozenset({"hook.fired", "tool.invoke", "domain.error"})
+# Types the fold only counts and appends an item for (schema.violation's item can raise on a
+# bad payload, as the fold would: it is folded).
 _SCALARS = tuple(k for k in Snapshot.__dataclass_fields__ if k not in {*LISTS, "cost", "roles", "workflow"})
 
 
-class LogItems(Sequence[dict[str, Any]]):
-    """One append-only list of a snapshot (tools_invoked, ...), its items read from the log
-    when asked for: equal to the fold's tuple, item for item."""
-
-    def __init__(self, source: ReplayIndex, name: str, n: int) -> None:
-        self.source, self.name, self.n = source, name, n
-
-    def __len__(self) -> int:
-        return self.n
-
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> tuple[dict[str, Any], ...]: ...
-
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | tuple[dict[str, Any], ...]:
-        if isinstance(i, slice):
-            return tuple(self.source.item(self.name, j) for j in range(*i.indices(self.n)))
-        if i < 0:
-            i += self.n
-        if not 0 <= i < self.n:
-            raise IndexError(f"item {i} of {self.n}")
-        return self.source.item(self.name, i)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (self.source.item(self.name, j) for j in range(self.n))
-
-    def same_list(self, other: object) -> bool:
-        """`other` is this list of the same index (one a prefix of the other)."""
-        return isinstance(other, LogItems) and other.source is self.source and other.name == self.name
-
-    def __eq__(self, other: object) -> bool:
-        if self.same_list(other):
-            return self.n == len(other)  # type: ignore[arg-type]
-        return isinstance(other, Sequence) and len(other) == self.n and tuple(self) == tuple(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"LogItems({self.name}, {self.n} item(s))"
+def _counted(t: str) -> bool:
+    """The construction pass only counts events of type t (their items come from the log)."""
+    return t in _LISTED_ONLY or (t not in FOLDED_TYPES and not t.startswith("workflow."))
 
 
 class ReplayIndex:
@@ -103,42 +69,66 @@ class ReplayIndex:
         self._positions: dict[str, array[int]] = {name: array("I") for name in LISTS}
         self._by_hook: dict[str, array[int]] = {}
         self._marks: list[tuple[Any, ...]] = []
-        self._layer_marks: list[tuple[int, ...]] = []
+        self._layer_marks: list[array[int]] = []
         self._cursor: tuple[int, _Fold, tuple[int, ...]] | None = None
         self._recent: dict[int, dict[str, Any]] = {}
         self._build()
 
     def _build(self) -> None:
-        fold, every, codes = _Fold(), self.every, self._codes
-        known: dict[str, int] = {}  # type -> code, for the types whose layer is the type's
+        fold, every = _Fold(), self.every
+        d, codes = fold.d, self._codes
+        # type -> (code, whether the pass only counts it, the list it feeds): a type whose
+        # item is read back from the log (hook.fired, tool.invoke, domain.error) or that the
+        # fold only counts is counted here; a type whose layer or code depends on the event
+        # (domain.error, worker.report) is looked up each time.
+        info: dict[str, tuple[int, bool, str | None]] = {}
         positions, by_hook = self._positions, self._by_hook
         counts: list[int] = []
         self._marks.append(self._mark(fold, (0,) * len(LISTS)))
-        self._layer_marks.append(())
+        self._layer_marks.append(array("I"))
+        at = 0  # the position of the last mark
         for i, (eid, sid, t, actor, payload) in enumerate(rows_of(self.events)):
-            c = known.get(t)
-            if c is None:
+            got = info.get(t)
+            if got is None:
                 repeat = t == "worker.report" and eid in fold.reports
-                c = self._code_of(t, layer_for(t, payload), repeat)
+                got = (self._code_of(t, layer_for(t, payload), repeat), _counted(t),
+                       _SOURCE.get(t))
                 if t not in ("domain.error", "worker.report"):
-                    known[t] = c
+                    info[t] = got
                 codes = self._codes
-            fold.fold(eid, sid, t, actor, payload)
+            c, counted, name = got
+            if counted:  # what fold.fold does with it, its list item left to the log
+                d["events"] += 1
+                d["last_event_id"] = eid
+                if not d["session_id"]:
+                    d["session_id"] = sid
+            else:
+                fold.fold(eid, sid, t, actor, payload)
             codes.append(c)
-            while len(counts) <= c:
-                counts.append(0)
-            counts[c] += 1
-            name = _SOURCE.get(t)
             if name is not None:
                 positions[name].append(i)
                 if t == "hook.fired" and isinstance(payload, dict):
                     by_hook.setdefault(str(payload.get("hook")), array("I")).append(i)
-            if (i + 1) % every == 0:
+            if i + 1 - at == every:
+                at = i + 1
                 self._marks.append(self._mark(fold, tuple(len(positions[n]) for n in LISTS)))
-                self._layer_marks.append(tuple(counts))
-                for name in LISTS:  # the items are read back from the log: none kept
-                    fold.d[name].clear()
+                self._layer_marks.append(self._tally(counts, at - every, at))
+                for key in LISTS:  # the items are read back from the log: none kept
+                    d[key].clear()
         self._end = self._mark(fold, tuple(len(positions[n]) for n in LISTS))
+
+    def _tally(self, counts: list[int], lo: int, hi: int) -> array[int]:
+        """`counts` (events per code so far) with codes lo..hi-1 added, as an array."""
+        while len(counts) < len(self._names):
+            counts.append(0)
+        codes = self._codes
+        if isinstance(codes, bytearray):
+            for c in set(codes[lo:hi]):
+                counts[c] += codes.count(c, lo, hi)
+        else:
+            for c in codes[lo:hi]:
+                counts[c] += 1
+        return array("I", counts)
 
     def _code_of(self, t: str, layer: str, repeat: bool) -> int:
         key = (t, layer, repeat)
@@ -243,7 +233,7 @@ class ReplayIndex:
     def layer_counts(self, k: int) -> dict[str, int]:
         """Events per layer among the first k (layers with none left out)."""
         j = k // self.every
-        counts = dict(enumerate(self._layer_marks[j]))
+        counts = dict(enumerate(self._layer_marks[j]))  # codes unseen at the mark: 0, left out below
         for c in self._codes[j * self.every:k]:
             counts[c] = counts.get(c, 0) + 1
         out: dict[str, int] = {}

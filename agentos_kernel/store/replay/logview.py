@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -36,6 +36,8 @@ ROWS_BATCH = 4 * STRIDE
 """Lines `rows` parses per orjson call: the calls' cost amortised, a few MB of values at once."""
 CACHED = 8
 """Blocks kept read (a step reads the event's block and folds from a mark up to 4 blocks back)."""
+_MASK = STRIDE - 1
+assert not STRIDE & _MASK, "STRIDE is a power of two"
 _CHUNK = 1 << 20
 # Bytes read at a time while indexing: memory while opening is this, whatever the log's size.
 
@@ -51,41 +53,38 @@ class LogEvents(Sequence[Event]):
     def __init__(self, path: Path | str, on_torn: Callable[[TornTail], None] | None = None) -> None:
         self.path = Path(path)
         starts, lines = array("Q"), array("Q")
-        count = lineno = 0
-        last = (0, 0, 0)  # (start, end, line) of the last event line
-        offset, rest = 0, b""
+        count = lineno = offset = 0
+        last_at = last_end = last_line = 0  # the last event line's start, end and number
+        rest = b""
         with self.path.open("rb") as f:
             while True:
                 chunk = f.read(_CHUNK)
                 buf = rest + chunk if rest else chunk
-                pos, size, base = 0, len(buf), offset - len(rest)
-                while pos < size:
-                    nl = buf.find(b"\n", pos)
-                    if nl < 0:
-                        if chunk:  # a line split across reads: finish it with the next read
-                            break
-                        end = size
-                    else:
-                        end = nl + 1
+                base = offset - len(rest)
+                cut = buf.rfind(b"\n") + 1 if chunk else len(buf)  # complete lines (all at the end)
+                body, rest = buf[:cut], buf[cut:]
+                offset += len(chunk)
+                pos, find = 0, body.find
+                while pos < cut:  # (lines of canonical logs are long: a loop a line is cheap)
+                    nl = find(b"\n", pos)
+                    end = cut if nl < 0 else nl + 1
                     lineno += 1
-                    if buf[pos] == 0x7B or buf[pos:end].strip():  # as _is_event, inlined
-                        if not count % STRIDE:
+                    if body[pos] == 0x7B or body[pos:end].strip():  # as _is_event, inlined
+                        if not count & _MASK:
                             starts.append(base + pos)
                             lines.append(lineno)
                         count += 1
-                        last = (base + pos, base + end, lineno)
+                        last_at, last_end, last_line = pos + base, end + base, lineno
                     pos = end
-                rest = buf[pos:]
-                offset += len(chunk)
                 if not chunk:
                     break
         self._starts, self._lines, self._len, self._end = starts, lines, count, offset
         self._cache: dict[int, _Block] = {}
         if count and not self._ended_by_newline() and not self._parses(count - 1):
             # the final segment is not JSON: a torn line, set aside
-            report_torn(TornTail(self.path, last[2], last[0], last[1] - last[0]), on_torn)
+            report_torn(TornTail(self.path, last_line, last_at, last_end - last_at), on_torn)
             # (an offset indexed at the torn line, if any, ends the block before it: unused)
-            self._len, self._end, self._cache = count - 1, last[0], {}
+            self._len, self._end, self._cache = count - 1, last_at, {}
 
     def _ended_by_newline(self) -> bool:
         if not self._end:
@@ -174,19 +173,29 @@ class LogEvents(Sequence[Event]):
         over 100k events: one call per line costs more than the parsing). Memory is one
         batch at a time. A batch that does not parse whole is read line by line, so a bad
         line still raises the LogError naming its file and line."""
-        hi = len(self) if hi is None else hi
+        for _, values in self._batches(lo, len(self) if hi is None else hi, batch):
+            yield from values
+
+    def _batches(self, lo: int, hi: int, batch: int) -> Iterator[tuple[int, Iterable[Any]]]:
+        """(a, the values of lines a..) for each batch of lines lo..hi-1."""
         for a in range(lo, hi, batch):
             b = min(a + batch, hi)
-            # Canonical JSON escapes newlines inside strings, so lines join with commas.
-            chunk = self.span(a, b)[0].rstrip(b"\r\n")
+            if not a % STRIDE and (not b % STRIDE or b == len(self)):  # whole blocks: no parse
+                start = self._starts[a // STRIDE]
+                end = self._starts[b // STRIDE] if b < len(self) else self._end
+                chunk = self._pread(start, end - start)
+            else:
+                chunk = self.span(a, b)[0]
+            # Canonical JSON escapes newlines inside strings, so lines join with commas (blank
+            # lines after the last are whitespace, stripped).
             try:
-                values = orjson.loads(b"[" + chunk.replace(b"\n", b",") + b"]")
+                values = orjson.loads(b"[" + chunk.rstrip().replace(b"\n", b",") + b"]")
             except orjson.JSONDecodeError:
                 values = None  # a blank line inside the batch, or a line that is not JSON
             if type(values) is list and len(values) == b - a:
-                yield from values
+                yield a, values
             else:  # line by line, lazily: the first bad line raises as a reader meets it
-                yield from (self.record(i) for i in range(a, b))
+                yield a, (self.record(i) for i in range(a, b))
 
     @overload
     def __getitem__(self, i: int) -> Event: ...
@@ -209,20 +218,19 @@ class LogEvents(Sequence[Event]):
         hi = len(self) if hi is None else hi
         # a few lines from the blocks kept; more in batches of ROWS_BATCH lines (a reference
         # request's events parse to ~10 kB each: 8192 at once held 80 MB)
-        values = (self.record(i) for i in range(lo, hi)) if hi - lo < STRIDE \
-            else self.records(lo, hi, ROWS_BATCH)
-        for i, d in enumerate(values, lo):
-            if type(d) is not dict or d.keys() not in _EVENT_KEYS or type(d["type"]) is not str \
-                    or type(d["actor"]) is not str:
-                Event.from_dict(d, where=self.where(i))  # raises the error that names the field
-            yield d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
+        batches = [(lo, (self.record(i) for i in range(lo, hi)))] if hi - lo < STRIDE \
+            else self._batches(lo, hi, ROWS_BATCH)
+        for a, values in batches:
+            for i, d in enumerate(values, a):
+                if type(d) is not dict or d.keys() not in _EVENT_KEYS or type(d["type"]) is not str \
+                        or type(d["actor"]) is not str:
+                    Event.from_dict(d, where=self.where(i))  # raises the error naming the field
+                yield d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
 
 
 def rows_of(events: Sequence[Event], lo: int = 0, hi: int | None = None) -> Iterator[Row]:
     """`rows` for any sequence of events: LogEvents parses lines, others are read as is."""
     if isinstance(events, LogEvents):
-        yield from events.rows(lo, hi)
-        return
-    for i in range(lo, len(events) if hi is None else hi):
-        ev = events[i]
-        yield ev.id, ev.session_id, ev.type, ev.actor, ev.payload
+        return events.rows(lo, hi)
+    return ((ev.id, ev.session_id, ev.type, ev.actor, ev.payload)
+            for ev in (events[i] for i in range(lo, len(events) if hi is None else hi)))
