@@ -85,6 +85,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--before", metavar="TREE", help="also the resident figures of this tree")
     ap.add_argument("--arms", default=",".join(a for a in OPEN if a != "import only") + ",stepper 60 jumps")
+    ap.add_argument("--before-upto", type=int, default=100_000,
+                    help="--before's figures only up to this many events")
     ap.add_argument("--diff-upto", type=int, default=10**9,
                     help="LogDiff only up to this many events (the --before tree's keeps every event)")
     args = ap.parse_args()
@@ -142,8 +144,8 @@ def main() -> None:
                 if arm != "import only" and arm not in wanted:
                     continue
                 for tree, label in ((None, ""), (args.before, " (before)")):
-                    if label and not tree:
-                        continue
+                    if label and (not tree or n > args.before_upto):
+                        continue  # the tree as it was holds the whole log: gigabytes at 1M
                     if arm == "LogDiff" and n > args.diff_upto:
                         continue
                     resident.append(f"| {arm}{label} | {n:,} | {resident_mb(ws, sid, arm, tree)} |")

@@ -7,6 +7,8 @@ bytes, errors and snapshots."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from array import array
 from pathlib import Path
 from typing import Any
@@ -228,3 +230,47 @@ def test_snapshot_lists_read_from_the_log_are_the_folds_lists(tmp_path: Path) ->
     assert view.hook_decisions[3:6] == full.hook_decisions[3:6] and list(view.errors) == list(full.errors)
     assert json_head(view.hook_decisions) == json_head(full.hook_decisions)
     assert index.snapshot(len(index)).to_dict() == full.to_dict()
+
+
+_PEAKS = """
+import contextlib, gc, io, sys, tracemalloc
+from agentos_kernel.cli.main import main
+from agentos_kernel.jupyter.widgets.stepper import LayerStepper, ReplayScrubber
+from agentos_kernel.testing import write_long_session
+ws = sys.argv[1]
+with contextlib.redirect_stdout(io.StringIO()):
+    assert main(["init", ws]) == 0
+sizes = [int(n) for n in sys.argv[2:]]
+for n in sizes:
+    write_long_session(ws + "/sessions", f"s{n}", n)
+LayerStepper(f"s{sizes[0]}", workspace=ws), ReplayScrubber(f"s{sizes[0]}", workspace=ws)  # warm
+tracemalloc.start()
+for n in sizes:
+    for cls in (LayerStepper, ReplayScrubber):
+        gc.collect()
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]  # (ipywidgets keeps every widget made)
+        w = cls(f"s{n}", workspace=ws)
+        w.go(n // 2)
+        print(cls.__name__, n, (tracemalloc.get_traced_memory()[1] - before) / 1e6)
+"""
+
+
+def test_opening_the_widgets_keeps_memory_flat_in_the_log(tmp_path: Path) -> None:
+    """Peak traced memory of opening a LayerStepper and a ReplayScrubber and stepping to the
+    middle, in a fresh interpreter (other tests' threads allocate inside tracemalloc's window
+    in the whole suite): a 40k-event log within 1 MB of a 4k-event one, both under 8 MB (the
+    whole-bytes LogEvents and the full fold, tests/replay_oracle: 3.4 MB at 4k, 31.9 MB at
+    40k)."""
+    done = subprocess.run([sys.executable, "-c", _PEAKS, str(tmp_path / "ws"), "4000", "40000"],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    peaks: dict[tuple[str, int], float] = {}
+    for line in done.stdout.split("\n"):
+        if line:
+            name, n, mb = line.split()
+            peaks[name, int(n)] = float(mb)
+    for name in ("LayerStepper", "ReplayScrubber"):
+        small, big = peaks[name, 4000], peaks[name, 40000]
+        assert big < 8.0, f"{name}: {big:.1f} MB traced at 40k events"
+        assert big - small < 1.0, f"{name}: {small:.2f} MB at 4k, {big:.2f} MB at 40k"

@@ -17,6 +17,7 @@ guard's hook).
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -42,6 +43,10 @@ _LISTED_ONLY = frozenset({"hook.fired", "tool.invoke", "domain.error"})
 # Types the fold only counts and appends an item for (schema.violation's item can raise on a
 # bad payload, as the fold would: it is folded).
 _SCALARS = tuple(k for k in Snapshot.__dataclass_fields__ if k not in {*LISTS, "cost", "roles", "workflow"})
+
+
+def _shared(v: Any) -> Any:
+    return sys.intern(v) if type(v) is str and len(v) < 64 else v
 
 
 def _counted(t: str) -> bool:
@@ -144,7 +149,10 @@ class ReplayIndex:
     def _mark(fold: _Fold, lengths: tuple[int, ...]) -> tuple[Any, ...]:
         d = fold.d
         latest = next(reversed(fold.reports)) if fold.reports else None
-        return (tuple(d[k] for k in _SCALARS), tuple(d["cost"].values()), tuple(d["roles"].items()),
+        # A role, state or skill is one of a few strings, parsed afresh on each line: the
+        # marks share one copy of each (sys.intern) instead of holding one from each event.
+        return (tuple(_shared(d[k]) for k in _SCALARS), tuple(d["cost"].values()),
+                tuple((_shared(r), _shared(v)) for r, v in d["roles"].items()),
                 deepcopy(d["workflow"]), lengths, latest)
 
     def _resume(self, mark: tuple[Any, ...]) -> _Fold:

@@ -38,7 +38,7 @@ CACHED = 8
 """Blocks kept read (a step reads the event's block and folds from a mark up to 4 blocks back)."""
 _MASK = STRIDE - 1
 assert not STRIDE & _MASK, "STRIDE is a power of two"
-_CHUNK = 1 << 20
+_CHUNK = 1 << 18
 # Bytes read at a time while indexing: memory while opening is this, whatever the log's size.
 
 
