@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from agentos_kernel.store.events import Event
 from agentos_kernel.store.recorder import layer_for
 from agentos_kernel.store.replay.fold import Mark, Snapshot, _Fold
+from agentos_kernel.store.replay.index import latest_run
 
 from .logview import rows_of
 
@@ -45,14 +46,7 @@ class ReplayIndex:
     """Snapshots, layers and hook decisions at any position of one session's events."""
 
     def __init__(self, events: Sequence[Event], every: int = CHECKPOINT_EVERY) -> None:
-        if every < 1:
-            raise ValueError(f"every must be at least 1, not {every}")
-        self.events = events
-        self.every = every
-        self.folded = 0
-        """Events folded to answer snapshot() (the construction pass not counted)."""
-        self.built = 0
-        """Snapshots built by snapshot()."""
+        self.events, self.every, self.folded, self.built = events, every, 0, 0
         self._types, self._layers = _Codes(), _Codes()
         types, layers = array("H"), array("H")
         by_type: dict[str, array[int]] = {}
@@ -131,10 +125,4 @@ class ReplayIndex:
         same = self._by_type.get(self.type(i), array("q"))
         j = bisect_left(same, i) - 1
         floor = same[j] if j >= 0 else -1
-        fired = self._by_hook.get(hook, array("q"))
-        m = bisect_left(fired, i) - 1
-        run: list[int] = []
-        while m >= 0 and fired[m] > floor and (not run or fired[m] == run[-1] - 1):
-            run.append(fired[m])
-            m -= 1
-        return run[::-1]
+        return latest_run(self._by_hook.get(hook, array("q")), i, floor)  # (unchanged)

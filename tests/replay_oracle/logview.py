@@ -13,7 +13,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import orjson
 
@@ -25,6 +25,7 @@ from agentos_kernel.store.events import (
     TornTail,
     report_torn,
 )
+from agentos_kernel.store.replay.logview import LogEvents as NewLogEvents
 
 _EVENT_KEYS = ({*REQUIRED_FIELDS}, {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
 Row = tuple[str, str, str, str, Any]
@@ -71,15 +72,12 @@ class LogEvents(Sequence[Event]):
         return f"{self.path}:{self._lines[i]}"
 
     def record(self, i: int) -> Any:
-        """The i-th line's JSON value (LogError if it is not JSON)."""
         try:
             return orjson.loads(self._view[self._starts[i]:self._ends[i]])
         except orjson.JSONDecodeError as exc:
             raise LogError(f"{self.where(i)}: -: not JSON ({exc})") from None
 
     def span(self, lo: int = 0, hi: int | None = None) -> tuple[memoryview, int]:
-        """The bytes of lines lo..hi-1 as they are in the file (blank lines between them
-        included), and the file offset they start at."""
         hi = len(self) if hi is None else hi
         if hi <= lo:
             return self._view[0:0], 0
@@ -103,20 +101,7 @@ class LogEvents(Sequence[Event]):
                 values = [self.record(i) for i in range(a, b)]
             yield from values
 
-    @overload
-    def __getitem__(self, i: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[Event]: ...
-
-    def __getitem__(self, i: int | slice) -> Event | list[Event]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(f"event {i} of a log of {len(self)}")
-        return Event.from_dict(self.record(i), where=self.where(i))
+    __getitem__ = NewLogEvents.__getitem__  # the same code: an Event of record(i), at where(i)
 
     def rows(self, lo: int = 0, hi: int | None = None) -> Iterator[Row]:
         """(id, session_id, type, actor, payload) of events lo..hi-1, each line checked as

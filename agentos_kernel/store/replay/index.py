@@ -262,11 +262,14 @@ class ReplayIndex:
         """Positions of the hook.fired events of `hook` that decided on event i: the latest
         unbroken run of them before i and after the previous event of i's type
         (jupyter.layers.hook_decisions_for, answered by bisection instead of a scan)."""
-        floor = self._last_of_type(self.type(i), i)
-        fired = self._by_hook.get(hook, array("I"))
-        m = bisect_left(fired, i) - 1
-        run: list[int] = []
-        while m >= 0 and fired[m] > floor and (not run or fired[m] == run[-1] - 1):
-            run.append(fired[m])
-            m -= 1
-        return run[::-1]
+        return latest_run(self._by_hook.get(hook, array("I")), i, self._last_of_type(self.type(i), i))
+
+
+def latest_run(fired: Sequence[int], i: int, floor: int) -> list[int]:
+    """The latest unbroken run of positions in `fired` (ascending) before i and after floor."""
+    m = bisect_left(fired, i) - 1
+    run: list[int] = []
+    while m >= 0 and fired[m] > floor and (not run or fired[m] == run[-1] - 1):
+        run.append(fired[m])
+        m -= 1
+    return run[::-1]
