@@ -274,3 +274,23 @@ def test_opening_the_widgets_keeps_memory_flat_in_the_log(tmp_path: Path) -> Non
         small, big = peaks[name, 4000], peaks[name, 40000]
         assert big < 8.0, f"{name}: {big:.1f} MB traced at 40k events"
         assert big - small < 1.0, f"{name}: {small:.2f} MB at 4k, {big:.2f} MB at 40k"
+
+
+def test_the_cyclic_collector_is_back_on_after_the_pass_even_when_it_fails(tmp_path: Path) -> None:
+    import gc
+
+    path = _event_log(tmp_path, 3, 50)
+    assert gc.isenabled()
+    ReplayIndex(LogEvents(path))
+    assert gc.isenabled()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(path.read_bytes() + b"{not json\n")
+    with pytest.raises(LogError, match=r"bad\.jsonl:51: -: not JSON"):
+        ReplayIndex(LogEvents(bad))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        ReplayIndex(LogEvents(path))
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
