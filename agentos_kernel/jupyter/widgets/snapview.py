@@ -2,7 +2,9 @@
 
 Both work field by field on the Snapshot itself, never through `to_dict()`: that deep-copies
 every tool call and hook decision, which at 100k events is most of a step's time. A long
-list is written out only as far as the table shows it (300 characters).
+list is written out only as far as the table shows it (300 characters). A snapshot from
+`ReplayIndex.view` holds its lists as LogItems (read from the log when asked for): the
+table reads the items it shows, the diff the items the last event appended.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from ...store.replay.fold import Cost, Snapshot
+from ...store.replay.logitems import LogItems
 from ..layers import clip, esc
 
 SHOWN = 300
@@ -19,13 +22,13 @@ SHOWN = 300
 
 
 def _show(v: Any) -> str:
-    return json.dumps(v, ensure_ascii=False, sort_keys=True)
+    return json.dumps(list(v) if isinstance(v, LogItems) else v, ensure_ascii=False, sort_keys=True)
 
 
 def json_head(value: Any, limit: int = SHOWN) -> str:
     """The JSON of `value` as `_show` writes it, or a prefix of it longer than `limit`:
     a list stops being written once it is past the limit (cut it to `limit` to show it)."""
-    if not isinstance(value, list | tuple) or len(value) <= 8:
+    if not isinstance(value, list | tuple | LogItems) or len(value) <= 8:
         return _show(value)
     out = "["
     for i, item in enumerate(value):
@@ -50,7 +53,7 @@ def snapshot_fields(snap: Snapshot) -> dict[str, Any]:
 def _empty(v: Any) -> bool:
     if v is None or v is False:
         return True
-    if isinstance(v, list | tuple | dict):
+    if isinstance(v, list | tuple | dict | LogItems):
         return not v
     return type(v) in (int, float) and v == 0
 
@@ -93,6 +96,9 @@ def diff_snapshots(before: Snapshot, after: Snapshot) -> list[tuple[str, str, st
             for sub in new:
                 if old.get(sub) != new[sub]:
                     out.append((f"{key}.{sub}", _show(old.get(sub)), _show(new[sub])))
+        elif isinstance(new, LogItems) and new.same_list(old) and len(new) >= len(old):
+            # old is a prefix of new: two lists of one log, by construction
+            out.append((key, f"{len(old)} item(s)", f"+ {_show(list(new[len(old):]))}"))
         elif isinstance(old, tuple) and isinstance(new, tuple) and new[: len(old)] == old:
             out.append((key, f"{len(old)} item(s)", f"+ {_show(list(new[len(old):]))}"))
         else:

@@ -1,16 +1,18 @@
 """Widgets that step through one request: LayerStepper (event by event, layer by layer) and
 ReplayScrubber (the snapshot at any point, and what the last event changed).
 
-Both read the session's log once into a ReplayIndex (a fold with a mark every 256 events):
-a step folds at most that many events, whatever the session's length, and nothing is
-re-executed or written. Both are ipywidgets containers that are fully drivable from Python
-(`w.next_button.click()`, `w.slider.value = 5`), which is how the tests exercise them; what
-they display is plain HTML in named child widgets, so a test can read it.
+Both read the session's log once into a ReplayIndex (a fold with a mark every 256 events,
+no list item kept) over LogEvents (an offset every 64 lines, the lines read when asked
+for): a step folds at most that many events and reads the list items it shows, whatever
+the session's length, and nothing is re-executed or written. Both are ipywidgets
+containers that are fully drivable from Python (`w.next_button.click()`,
+`w.slider.value = 5`), which is how the tests exercise them; what they display is plain
+HTML in named child widgets, so a test can read it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +122,7 @@ class LayerStepper(W.VBox):
         self.payload_view.value = ("<b>payload</b><pre style='max-height:14em;overflow:auto'>"
                                    f"{esc(pretty(ev.payload))}</pre>")
         self.snapshot_view.value = ("<b>snapshot so far</b> (replayed from the log)"
-                                    + snapshot_rows(self.snapshot, compact=True))
+                                    + snapshot_rows(self.replay_index.view(i), compact=True))
 
     def _schema_html(self, ev: Event) -> str:
         sid = schema_of(ev)
@@ -185,9 +187,10 @@ class ReplayScrubber(W.VBox):
     @property
     def diff(self) -> list[tuple[str, str, str]]:
         """What the event at `at` changed (empty at 0)."""
-        if not self.at:
-            return []
-        return diff_snapshots(self.replay_index.snapshot(self.at - 1), self.snapshot)
+        return self._diff(self.replay_index.snapshot)
+
+    def _diff(self, at: Callable[[int], Snapshot]) -> list[tuple[str, str, str]]:
+        return diff_snapshots(at(self.at - 1), at(self.at)) if self.at else []
 
     def go(self, k: int) -> None:
         self.slider.value = min(max(int(k), 0), len(self.events))
@@ -201,7 +204,7 @@ class ReplayScrubber(W.VBox):
             self.header.value = (f"<b>{esc(self.session_id)}</b> · state after event {k} of {n}: "
                                  f"<code>#{ev.seq or k} {esc(ev.type)}</code> ({layer_of(ev)}) — "
                                  f"{esc(summary(ev))}")
-        changes = self.diff
+        changes = self._diff(self.replay_index.view)  # what `diff` says, the lists read as shown
         rows = "".join(f'<tr><td style="text-align:left"><b>{esc(f)}</b></td><td style="text-align:left">'
                        f"<code>{esc(clip(o, 120))}</code> → <code>{esc(clip(w, 200))}</code></td></tr>"
                        for f, o, w in changes)
@@ -210,7 +213,8 @@ class ReplayScrubber(W.VBox):
             + (f"<table>{rows}</table>" if rows else " nothing (the snapshot is the same as before)")
             + "</div>")
         self.snapshot_view.value = ("<b>snapshot</b> (pure replay: nothing re-executed)"
-                                    + snapshot_rows(self.snapshot, {f.split(".")[0] for f, _, _ in changes}))
+                                    + snapshot_rows(self.replay_index.view(k),
+                                                    {f.split(".")[0] for f, _, _ in changes}))
 
     def __repr__(self) -> str:
         return f"ReplayScrubber({self.session_id}: after event {self.at} of {len(self.events)})"

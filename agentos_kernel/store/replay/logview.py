@@ -1,17 +1,23 @@
-"""A session's log held as its bytes, each event parsed when it is asked for.
+"""A session's log read on demand: an offset every STRIDE events, each event parsed when it
+is asked for.
 
 `read_log` builds every Event up front: at 100k events that is about 170 MB of Python
 objects and 1.5 s. The widgets only ever show one event at a time, so `LogEvents` keeps
-the file's bytes (the log's own size) and the offset of each line, and parses an event
-on `[i]`. It reads what `read_log` reads: blank lines skipped, a torn final line set
-aside and reported (TornTailWarning or `on_torn`), any other line that is not an event
-a LogError naming the file and line (when that line is first parsed).
+the file offset and line number of every STRIDE-th event (16 bytes per STRIDE events: a
+million-event log costs 250 kB, not its 300 MB of bytes) and reads the block of STRIDE
+lines an event is in when it is asked for (the last block read is kept: stepping reads
+each block once). It reads what `read_log` reads: blank lines skipped, a torn final line
+set aside and reported (TornTailWarning or `on_torn`), any other line that is not an
+event a LogError naming the file and line (when that line is first parsed). Only the
+bytes present when it was opened are read: lines appended later are not part of it, and
+a block that no longer holds the lines it held is a LogError, never a wrong event.
 """
 
 from __future__ import annotations
 
+import os
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -20,8 +26,25 @@ import orjson
 from ..events import OPTIONAL_FIELDS, REQUIRED_FIELDS, Event, LogError, TornTail, report_torn
 
 _EVENT_KEYS = ({*REQUIRED_FIELDS}, {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
+_Block = tuple[int, bytes, list[int], list[int], list[int]]
 Row = tuple[str, str, str, str, Any]
 """What a fold needs of an event: id, session_id, type, actor, payload."""
+
+STRIDE = 64
+"""Events between two indexed offsets: a step reads one block of this many lines."""
+ROWS_BATCH = 4 * STRIDE
+"""Lines `rows` parses per orjson call: the calls' cost amortised, a few MB of values at once."""
+CACHED = 8
+"""Blocks kept read (a step reads the event's block and folds from a mark up to 4 blocks back)."""
+_MASK = STRIDE - 1
+assert not STRIDE & _MASK, "STRIDE is a power of two"
+_CHUNK = 1 << 18
+# Bytes read at a time while indexing: memory while opening is this, whatever the log's size.
+
+
+def _is_event(buf: bytes, pos: int, end: int) -> bool:
+    # Canonical lines start with "{": only anything else can be a blank line.
+    return buf[pos] == 0x7B or bool(buf[pos:end].strip())
 
 
 class LogEvents(Sequence[Event]):
@@ -29,72 +52,150 @@ class LogEvents(Sequence[Event]):
 
     def __init__(self, path: Path | str, on_torn: Callable[[TornTail], None] | None = None) -> None:
         self.path = Path(path)
-        buf = self.path.read_bytes()
-        self._view = memoryview(buf)
-        starts, ends, lines = array("q"), array("q"), array("q")
-        pos, lineno, size = 0, 0, len(buf)
+        starts, lines = array("Q"), array("Q")
+        count = lineno = offset = 0
+        last_at = last_end = last_line = 0  # the last event line's start, end and number
+        rest = b""
+        with self.path.open("rb") as f:
+            while True:
+                chunk = f.read(_CHUNK)
+                buf = rest + chunk if rest else chunk
+                base = offset - len(rest)
+                cut = buf.rfind(b"\n") + 1 if chunk else len(buf)  # complete lines (all at the end)
+                body, rest = buf[:cut], buf[cut:]
+                offset += len(chunk)
+                pos, find = 0, body.find
+                while pos < cut:  # (lines of canonical logs are long: a loop a line is cheap)
+                    nl = find(b"\n", pos)
+                    end = cut if nl < 0 else nl + 1
+                    lineno += 1
+                    if body[pos] == 0x7B or body[pos:end].strip():  # as _is_event, inlined
+                        if not count & _MASK:
+                            starts.append(base + pos)
+                            lines.append(lineno)
+                        count += 1
+                        last_at, last_end, last_line = pos + base, end + base, lineno
+                    pos = end
+                if not chunk:
+                    break
+        self._starts, self._lines, self._len, self._end = starts, lines, count, offset
+        self._cache: dict[int, _Block] = {}
+        if count and not self._ended_by_newline() and not self._parses(count - 1):
+            # the final segment is not JSON: a torn line, set aside
+            report_torn(TornTail(self.path, last_line, last_at, last_end - last_at), on_torn)
+            # (an offset indexed at the torn line, if any, ends the block before it: unused)
+            self._len, self._end, self._cache = count - 1, last_at, {}
+
+    def _ended_by_newline(self) -> bool:
+        if not self._end:
+            return True
+        return self._pread(self._end - 1, 1) == b"\n"
+
+    def _pread(self, offset: int, size: int) -> bytes:
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return os.pread(fd, size, offset)
+        finally:
+            os.close(fd)
+
+    def _block(self, b: int) -> _Block:
+        """Block b: (b, its bytes, and each event's start, end (in those bytes) and line
+        number), read once and kept while it is one of the last CACHED blocks asked for."""
+        hit = self._cache.get(b)
+        if hit is not None:
+            return hit
+        lo = self._starts[b]
+        hi = self._starts[b + 1] if b + 1 < len(self._starts) else self._end
+        buf = self._pread(lo, hi - lo)
+        starts, ends, lines = [], [], []
+        pos, lineno, size = 0, self._lines[b] - 1, len(buf)
         while pos < size:
-            lineno += 1
             nl = buf.find(b"\n", pos)
             end = size if nl < 0 else nl + 1
-            # Canonical lines start with "{": only anything else can be a blank line.
-            if buf[pos] == 0x7B or buf[pos:end].strip():
+            lineno += 1
+            if _is_event(buf, pos, end):
                 starts.append(pos)
                 ends.append(end)
                 lines.append(lineno)
             pos = end
-        self._starts, self._ends, self._lines = starts, ends, lines
-        if starts and not buf.endswith(b"\n") and not self._parses(len(starts) - 1):
-            last = len(starts) - 1  # the final segment is not JSON: a torn line, set aside
-            report_torn(TornTail(self.path, lines[last], starts[last], ends[last] - starts[last]), on_torn)
-            del starts[last], ends[last], lines[last]
+        want = min(STRIDE, self._len - b * STRIDE)
+        if len(buf) != hi - lo or len(starts) != want or (starts and starts[0] != 0):
+            raise LogError(f"{self.path}:{self._lines[b]}: changed since it was opened: "
+                           "open the session again")
+        if len(self._cache) >= CACHED:
+            del self._cache[next(iter(self._cache))]
+        block = self._cache[b] = (b, buf, starts, ends, lines)
+        return block
+
+    def _line(self, i: int) -> tuple[bytes, int, int, int]:
+        """(block bytes, start, end, line number) of event i."""
+        b, buf, starts, ends, lines = self._block(i // STRIDE)
+        j = i - b * STRIDE
+        return buf, starts[j], ends[j], lines[j]
 
     def _parses(self, i: int) -> bool:
+        buf, start, end, _ = self._line(i)
         try:
-            orjson.loads(self._view[self._starts[i]:self._ends[i]])
+            orjson.loads(buf[start:end])
         except orjson.JSONDecodeError:
             return False
         return True
 
     def __len__(self) -> int:
-        return len(self._starts)
+        return self._len
 
     def where(self, i: int) -> str:
         """`path:line` of the i-th event (0-based), for error messages."""
-        return f"{self.path}:{self._lines[i]}"
+        return f"{self.path}:{self._line(i)[3]}"
 
     def record(self, i: int) -> Any:
         """The i-th line's JSON value (LogError if it is not JSON)."""
+        buf, start, end, lineno = self._line(i)
         try:
-            return orjson.loads(self._view[self._starts[i]:self._ends[i]])
+            return orjson.loads(buf[start:end])
         except orjson.JSONDecodeError as exc:
-            raise LogError(f"{self.where(i)}: -: not JSON ({exc})") from None
+            raise LogError(f"{self.path}:{lineno}: -: not JSON ({exc})") from None
 
-    def span(self, lo: int = 0, hi: int | None = None) -> tuple[memoryview, int]:
+    def span(self, lo: int = 0, hi: int | None = None) -> tuple[bytes, int]:
         """The bytes of lines lo..hi-1 as they are in the file (blank lines between them
         included), and the file offset they start at."""
         hi = len(self) if hi is None else hi
         if hi <= lo:
-            return self._view[0:0], 0
-        return self._view[self._starts[lo]:self._ends[hi - 1]], self._starts[lo]
+            return b"", 0
+        b, _, starts, _, _ = self._block(lo // STRIDE)
+        start = self._starts[b] + starts[lo - b * STRIDE]
+        b, _, _, ends, _ = self._block((hi - 1) // STRIDE)
+        end = self._starts[b] + ends[hi - 1 - b * STRIDE]
+        return self._pread(start, end - start), start
 
     def records(self, lo: int = 0, hi: int | None = None, batch: int = 8192) -> Iterator[Any]:
         """The JSON values of lines lo..hi-1, parsed `batch` lines per orjson call (a figure
         over 100k events: one call per line costs more than the parsing). Memory is one
         batch at a time. A batch that does not parse whole is read line by line, so a bad
         line still raises the LogError naming its file and line."""
-        hi = len(self) if hi is None else hi
+        for _, values in self._batches(lo, len(self) if hi is None else hi, batch):
+            yield from values
+
+    def _batches(self, lo: int, hi: int, batch: int) -> Iterator[tuple[int, Iterable[Any]]]:
+        """(a, the values of lines a..) for each batch of lines lo..hi-1."""
         for a in range(lo, hi, batch):
             b = min(a + batch, hi)
-            # Canonical JSON escapes newlines inside strings, so lines join with commas.
-            chunk = bytes(self._view[self._starts[a]:self._ends[b - 1]]).rstrip(b"\r\n")
+            if not a % STRIDE and (not b % STRIDE or b == len(self)):  # whole blocks: no parse
+                start = self._starts[a // STRIDE]
+                end = self._starts[b // STRIDE] if b < len(self) else self._end
+                chunk = self._pread(start, end - start)
+            else:
+                chunk = self.span(a, b)[0]
+            # Canonical JSON escapes newlines inside strings, so lines join with commas (blank
+            # lines after the last are whitespace, stripped).
             try:
-                values = orjson.loads(b"[" + chunk.replace(b"\n", b",") + b"]")
+                values = orjson.loads(b"[" + chunk.rstrip().replace(b"\n", b",") + b"]")
             except orjson.JSONDecodeError:
                 values = None  # a blank line inside the batch, or a line that is not JSON
-            if type(values) is not list or len(values) != b - a:
-                values = [self.record(i) for i in range(a, b)]
-            yield from values
+            if type(values) is list and len(values) == b - a:
+                yield a, values
+            else:  # line by line, lazily: the first bad line raises as a reader meets it
+                yield a, (self.record(i) for i in range(a, b))
 
     @overload
     def __getitem__(self, i: int) -> Event: ...
@@ -114,19 +215,22 @@ class LogEvents(Sequence[Event]):
     def rows(self, lo: int = 0, hi: int | None = None) -> Iterator[Row]:
         """(id, session_id, type, actor, payload) of events lo..hi-1, each line checked as
         an event (LogError naming file, line and field) but no Event built."""
-        for i in range(lo, len(self) if hi is None else hi):
-            d = self.record(i)
-            if type(d) is not dict or d.keys() not in _EVENT_KEYS or type(d["type"]) is not str \
-                    or type(d["actor"]) is not str:
-                Event.from_dict(d, where=self.where(i))  # raises the error that names the field
-            yield d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
+        hi = len(self) if hi is None else hi
+        # a few lines from the blocks kept; more in batches of ROWS_BATCH lines (a reference
+        # request's events parse to ~10 kB each: 8192 at once held 80 MB)
+        batches = [(lo, (self.record(i) for i in range(lo, hi)))] if hi - lo < STRIDE \
+            else self._batches(lo, hi, ROWS_BATCH)
+        for a, values in batches:
+            for i, d in enumerate(values, a):
+                if type(d) is not dict or d.keys() not in _EVENT_KEYS or type(d["type"]) is not str \
+                        or type(d["actor"]) is not str:
+                    Event.from_dict(d, where=self.where(i))  # raises the error naming the field
+                yield d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
 
 
 def rows_of(events: Sequence[Event], lo: int = 0, hi: int | None = None) -> Iterator[Row]:
     """`rows` for any sequence of events: LogEvents parses lines, others are read as is."""
     if isinstance(events, LogEvents):
-        yield from events.rows(lo, hi)
-        return
-    for i in range(lo, len(events) if hi is None else hi):
-        ev = events[i]
-        yield ev.id, ev.session_id, ev.type, ev.actor, ev.payload
+        return events.rows(lo, hi)
+    return ((ev.id, ev.session_id, ev.type, ev.actor, ev.payload)
+            for ev in (events[i] for i in range(lo, len(events) if hi is None else hi)))
