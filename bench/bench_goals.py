@@ -16,7 +16,9 @@ what each contender covers; this script calls the same functions):
    `audit_log` against the orjson + sha256 fold of the same lines, in CPU time;
 4. at each size, each in a fresh interpreter: the peak resident memory (VmHWM) of
    `agentos verify`, `agentos replay --summary`, `agentos audit` and of opening the log
-   widgets (LayerStepper, ReplayScrubber, LogDiff against the log's own first half).
+   widgets (LayerStepper, ReplayScrubber, LogDiff against a copy of the log under another
+   session id: bench_widgets.py's arms); phase 3 times the same three widgets opening
+   against the fold (LogDiff against the fold of both logs).
 
 Prints one Markdown table, each goal beside its figure, and the load average before and
 after (the machine is shared: say it with the figures).
@@ -40,6 +42,7 @@ from bench_floor import floor_writer, line_magic, magic, request
 from bench_peers import langgraph_lean, machine, workspaces
 from bench_peers import rounds as interleaved
 from bench_scale import RSS, chain_fold, init_workspace
+from bench_widgets import copy_session
 
 from agentos_kernel import Runtime
 from agentos_kernel.testing import write_long_session
@@ -49,7 +52,7 @@ WIDGETS = ("import sys\n"
            "from agentos_kernel.jupyter.widgets.diffview import LogDiff\n"
            "ws, sid, which = sys.argv[1], sys.argv[2], sys.argv[3]\n"
            "if which == 'LogDiff':\n"
-           "    LogDiff(sid, sid + 'h', workspace=ws)\n"
+           "    LogDiff(sid, sid + 'copy', workspace=ws)\n"
            "else:\n"
            "    {'LayerStepper': LayerStepper, 'ReplayScrubber': ReplayScrubber}[which](sid, workspace=ws)\n"
            "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]\n"
@@ -85,24 +88,14 @@ def hwm_mb(code: str, argv: list[str]) -> float:
     return int(out.stdout.split()[-1]) / 1024
 
 
-def half_copy(log: Path, dest: Path) -> None:
-    """The first half of `log`'s lines as another session's log (a LogDiff partner)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    with log.open("rb") as src, (dest / log.name).open("wb") as out:
-        lines = sum(1 for _ in src)
-        src.seek(0)
-        for i, line in enumerate(src):
-            if i >= lines // 2:
-                break
-            out.write(line)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=40, help="interleaved rounds of phases 1-2 (default 40)")
     ap.add_argument("--scale-rounds", type=int, default=5, help="interleaved rounds of phase 3 (default 5)")
     ap.add_argument("--sizes", default="10000,100000,1000000",
                     help="log sizes in events (default 10k,100k,1M)")
+    ap.add_argument("--logdiff-upto", type=int, default=10**9,
+                    help="LogDiff only on logs up to this many events (default: every size)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -125,6 +118,8 @@ def main() -> None:
                  row("first `%agent` after a contract edit / warm", t, "after an edit", "warm", 3.0)]
         rt = Runtime.from_workspace(init_workspace(tmp / "scale"))
         sessions = rt.workspace.sessions
+        from agentos_kernel.jupyter.widgets.diffview import LogDiff
+        from agentos_kernel.jupyter.widgets.stepper import LayerStepper, ReplayScrubber
         from agentos_kernel.labs.audit.log import audit_log
         from agentos_kernel.store.integrity import verify_log
 
@@ -138,22 +133,37 @@ def main() -> None:
                 report, got = rt.verified_summary(s)
                 assert report.ok and got is not None
 
+            copy = copy_session(sessions.parent, sid)
+            ws = str(sessions.parent)
+
+            def both(a: Path = log, b: Path = sessions / copy / log.name) -> None:
+                chain_fold(a)
+                chain_fold(b)
+
             arms: dict[str, Callable[[], object]] = {
                 "fold": partial(chain_fold, log), "verify": partial(verify_log, log),
-                "replay --summary": summary, "audit": partial(audit_log, log)}
+                "replay --summary": summary, "audit": partial(audit_log, log),
+                "LayerStepper": partial(LayerStepper, sid, workspace=ws),
+                "ReplayScrubber": partial(ReplayScrubber, sid, workspace=ws),
+                "fold of both logs": both, "LogDiff": partial(LogDiff, sid, copy, workspace=ws)}
+            if n > args.logdiff_upto:
+                del arms["fold of both logs"], arms["LogDiff"]
             t = cpu_rounds(arms, args.scale_rounds)
-            for arm in ("verify", "replay --summary", "audit"):
+            for arm in ("verify", "replay --summary", "audit", "LayerStepper", "ReplayScrubber"):
                 rows.append(row(f"`{arm}`, {n:,} events / orjson + sha256 fold (CPU s)", t, arm, "fold", 1.5))
-            half_copy(log, sessions / f"{sid}h")
-            ws = str(sessions.parent)
+            if "LogDiff" in arms:
+                rows.append(row(f"`LogDiff` of a log and its copy, {n:,} events / the fold of both (CPU s)",
+                                t, "LogDiff", "fold of both logs", 1.5))
             probes = {"agentos verify": (RSS, ["--workspace", ws, "verify", sid]),
                       "agentos replay --summary": (RSS, ["--workspace", ws, "replay", sid, "--summary"]),
                       "agentos audit": (RSS, ["audit", str(log)]),
                       **{w: (WIDGETS, [ws, sid, w]) for w in ("LayerStepper", "ReplayScrubber", "LogDiff")}}
+            if n > args.logdiff_upto:
+                del probes["LogDiff"]
             for name, (code, argv) in probes.items():
                 peaks.setdefault(name, {})[n] = hwm_mb(code, argv)
             shutil.rmtree(log.parent)
-            shutil.rmtree(sessions / f"{sid}h")
+            shutil.rmtree(sessions / copy)
         for name, by_size in peaks.items():
             lo, hi = by_size[min(by_size)], by_size[max(by_size)]
             shown = " / ".join(f"{by_size[n]:.0f}" for n in sorted(by_size))
