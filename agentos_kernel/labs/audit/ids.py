@@ -20,11 +20,16 @@ from dataclasses import dataclass
 from typing import Any
 
 _NUMBERED_ID = re.compile(r"(.*?)([0-9]+)")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def id_form(eid: str, seq: Any) -> tuple[str, str] | None:
     """(prefix, format) when `eid` is a prefix and `seq` zero-padded, the way our writer
-    numbers ids (`s0001-e0001` for seq 1), else None."""
+    numbers ids (`s0001-e0001` for seq 1), else None. A UUID never is: one in 40 of a live
+    run's first ids ends in a letter and `1` (or `01`, ...) and would otherwise be taken for
+    a counter id, the later ids then kept one by one instead of as rising ones."""
+    if _UUID.fullmatch(eid):
+        return None
     m = _NUMBERED_ID.fullmatch(eid)
     if m is None or type(seq) is not int or not m[2].isascii() or int(m[2]) != seq:
         return None
