@@ -11,6 +11,7 @@ from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from agentos_kernel.jupyter.widgets.diffview import DiffView, rows_html
@@ -72,6 +73,14 @@ def _pair(tmp: Path, seed: int) -> tuple[Path, Path]:
             a = _mutate(a, rnd, how) or a
         else:
             b = _mutate(b, rnd, how) or b
+    if seed % 3 == 1:  # values alike in Python or in bytes, and A's id where it is renamed
+        i = rnd.randrange(min(len(a), len(b)))
+        v = rnd.choice([1, 1.0, True, "1"])
+        a[i] = replace(a[i], payload={"p": 1, "q": v, "r": rnd.choice(["sa", "z"])},
+                       actor=rnd.choice(["x:sa", "x"]))
+        q = rnd.choice([1, 1.0, True, "1"])
+        b[i] = replace(b[i], payload={"r": rnd.choice(["sa", "sb", "z"]), "q": q, "p": 1},
+                       actor=rnd.choice(["x:sb", "x:sa", "x"]))
     paths = []
     for name, events in (("a", a), ("b", b)):
         p = tmp / name / ".events.jsonl"
@@ -91,7 +100,7 @@ def _rows(d: object) -> list[tuple[object, ...]]:
     return [(r.kind, r.a, r.b, r.path, r.step) for r in d.rows]  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(90))
 def test_the_streaming_diff_is_the_whole_log_diff(tmp_path: Path, seed: int) -> None:
     pa, pb = _pair(tmp_path, seed)
     new, old = difftext.diff_logs(pa, pb), old_text.diff_logs(pa, pb)
@@ -110,6 +119,28 @@ def test_the_streaming_diff_is_the_whole_log_diff(tmp_path: Path, seed: int) -> 
     assert repr(DiffView(new)) == "\n".join(
         [old_text.verdict(old), *(old_text.diff_lines(old, True) if old.first else []),
          *old_text.usage_lines(old)])
+
+
+@pytest.mark.parametrize(("actors", "payloads"), [
+    (("x:sa", "x:sa"), ({"p": 1}, {"p": 1})),  # A's id in the actor: renamed, so they differ
+    (("x", "x"), ({"r": "sa"}, {"r": "sa"})),  # ... in the payload
+    (("x:sa", "x:sb"), ({"r": "sa"}, {"r": "sb"})),  # ... read as B's: the same
+    (("x", "x"), ({"q": 1}, {"q": 1.0})),
+    (("x", "x"), ({"q": 1}, {"q": True})),
+    (("x", "x"), ({"p": 1, "q": [2]}, {"q": [2], "p": 1})),  # other bytes, the same values
+])
+def test_values_alike_in_bytes_or_in_python_are_told_apart_as_before(
+        tmp_path: Path, actors: tuple[str, str], payloads: tuple[Any, Any]) -> None:
+    paths = []
+    for sid, actor, payload in zip(("sa", "sb"), actors, payloads, strict=True):
+        p = write_long_session(tmp_path, sid, 80)
+        lines = p.read_bytes().splitlines(keepends=True)
+        e = Event.from_dict(orjson.loads(lines[40]))
+        lines[40] = canonical(replace(e, actor=actor, payload=payload).to_dict()) + b"\n"
+        p.write_bytes(b"".join(lines))
+        paths.append(p)
+    new, old = difftext.diff_logs(*paths), old_text.diff_logs(*paths)
+    assert _head(new) == _head(old) and _rows(new) == _rows(old)
 
 
 def _outcome(fn: Any) -> Any:
@@ -193,3 +224,23 @@ def test_a_log_diff_keeps_memory_flat_in_the_agreeing_prefix(tmp_path: Path) -> 
     assert peaks["b", 40000] < 8.0, peaks
     assert peaks["b", 40000] - peaks["b", 4000] < 1.0, peaks
     assert peaks["c", 40000] - peaks["c", 4000] < 200 * 18000 / 1e6, peaks
+
+
+def test_agreeing_logs_read_from_files_are_compared_by_their_bytes(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lockstep walk compares two logs' JSON bytes first (the exact comparison only where
+    they differ): a count of calls, not a timing."""
+    from agentos_kernel.runs import diff as engine
+
+    calls: list[int] = []
+    exact = engine.first_difference
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return exact(*args)
+
+    monkeypatch.setattr(engine, "first_difference", counted)
+    pa, pb = (write_long_session(tmp_path, s, 300) for s in ("sa1", "sb1"))
+    assert difftext.diff_logs(pa, pb).identical and not calls
+    listed = diff_events(list(read_log(pa)), list(read_log(pb)), ("sa1", "sb1"))
+    assert listed.identical and len(calls) == 300  # (lists of live Events: the exact way)
