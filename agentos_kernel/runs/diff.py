@@ -10,18 +10,32 @@ by step, (role, event type, hook point), with difflib's SequenceMatcher, so an i
 every later pair. A hook.fired's hook point is part of its step: a Stop decision and a
 PreToolUse decision are two steps, never one changed one. Per-role token and cost totals
 come from each log's `llm.response` events.
+
+Nothing here holds a log: both are read streaming (`rows_of`, a LogEvents a batch of lines at
+a time), the agreeing prefix kept as a count and each later event as an interned alignment
+key; the rows (`diffrows.DiffRows`) read their events back when asked for.
 """
 
 from __future__ import annotations
 
 import difflib
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from ..schemas.jsondiff import MISSING, first_difference, rename_session
+from ..store.events import LogError
+from ..store.replay.logview import LogEvents, Row, rows_of
+from .diffrows import DiffRow, DiffRows, _Tail, step_of
 
 if TYPE_CHECKING:
     from ..store.events import Event
+
+__all__ = ["IGNORED", "DiffRow", "DiffRows", "Divergence", "EventsDiff", "RoleUsage", "align_key",
+           "diff_events", "step_of", "usage", "view"]
 
 IGNORED = {"hook.fired": ("ms",), "llm.response": ("attempts", "chunks")}
 """Payload fields that measure the run rather than decide it (wall time, retries)."""
@@ -39,25 +53,6 @@ class Divergence:
     """Log A's value there (`<missing>` when absent)."""
     new: Any
     """Log B's value there (`<missing>` when absent)."""
-
-
-@dataclass(frozen=True)
-class DiffRow:
-    """One aligned step: an event of A, of B, or of both."""
-
-    kind: str
-    """same | changed (same step, other content) | only_a | only_b."""
-    a: Event | None
-    """A's event (None: only B has this step)."""
-    b: Event | None
-    """B's event (None: only A has this step)."""
-    path: str | None = None
-    """For `changed`: the first path that differs."""
-
-    @property
-    def step(self) -> tuple[str, str]:
-        """(role, event type) of the row."""
-        return step_of(self.a if self.a is not None else self.b)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -92,8 +87,8 @@ class EventsDiff:
     """Log A's session id."""
     b: str
     """Log B's session id."""
-    rows: tuple[DiffRow, ...]
-    """Every step of both logs, aligned."""
+    rows: DiffRows
+    """Every step of both logs, aligned (each row's events read when it is asked for)."""
     first: Divergence | None
     """The first divergence (None: the logs do the same thing)."""
     compared: int
@@ -109,73 +104,176 @@ class EventsDiff:
     @property
     def first_row(self) -> int | None:
         """Index in `rows` of the first row that is not `same`."""
-        return next((i for i, r in enumerate(self.rows) if r.kind != "same"), None)
-
-
-def step_of(e: Event) -> tuple[str, str]:
-    """The step: (role, type); `hook:x` and `tool:x` actors count as hook and tool,
-    so a different handler at the same gate is a changed step, not two unrelated ones."""
-    role = e.actor.split(":", 1)[0] if ":" in e.actor else e.actor
-    return role, e.type
+        return self.rows.first_change
 
 
 def align_key(e: Event) -> tuple[str, str, str]:
     """What aligns two events after the first divergence: `step_of` and, for hook.fired, the
     hook point (a different handler at the same hook point is one changed step)."""
-    hook = e.payload.get("hook") if e.type == "hook.fired" and isinstance(e.payload, dict) else None
-    return (*step_of(e), str(hook or ""))
+    return _key(_row(e))
 
 
 def view(e: Event, rename: tuple[str, str] | None = None) -> dict[str, Any]:
     """What is compared: type, actor and payload without the IGNORED fields."""
-    payload = e.payload
-    if isinstance(payload, dict) and e.type in IGNORED:
-        payload = {k: v for k, v in payload.items() if k not in IGNORED[e.type]}
-    v = {"type": e.type, "actor": e.actor, "payload": payload}
+    return _view(_row(e), rename)
+
+
+def _row(e: Event) -> Row:
+    return e.id, e.session_id, e.type, e.actor, e.payload
+
+
+def diff_events(a: Sequence[Event], b: Sequence[Event], rename: tuple[str, str] | None = None,
+                names: tuple[str, str] = ("A", "B")) -> EventsDiff:
+    """Diff log A against log B (module docstring). `rename=(A's id, B's id)`.
+
+    Both logs are read streaming (a LogEvents a batch of lines at a time): the lockstep prefix
+    is kept as a count, the rest as one interned alignment key an event, and the rows as
+    arrays of positions (`DiffRows`), their events read back when a row is asked for."""
+    try:
+        return _diff(a, b, rename, names)
+    except LogError:
+        # both logs bad: A's line is the one named, as when A was read whole before B
+        for _ in rows_of(a):
+            pass
+        raise
+
+
+def _diff(a: Sequence[Event], b: Sequence[Event], rename: tuple[str, str] | None,
+          names: tuple[str, str]) -> EventsDiff:
+    fold = _UsageFold()
+    ra, rb = fold.tap(rows_of(a), 0), fold.tap(rows_of(b), 1)
+    n, x, y, found = 0, next(ra, None), next(rb, None), None
+    same = _same_fast(a, b, rename)
+    while x is not None and y is not None:
+        if not same(x, y):
+            found = first_difference(_view(x, rename), _view(y))
+            if found:
+                break
+        n, x, y = n + 1, next(ra, None), next(rb, None)
+    if x is None and y is None:
+        return EventsDiff(*names, DiffRows(a, b, n), None, n, fold.result())
+    if found:
+        first = Divergence(n + 1, *found)
+    else:
+        first = Divergence(n + 1, "event", x[2] if x is not None else MISSING,
+                           y[2] if y is not None else MISSING)
+    keys: dict[tuple[str, str, str], int] = {}
+    ka = array("l", (keys.setdefault(_key(r), len(keys)) for r in _chain(x, ra)))
+    kb = array("l", (keys.setdefault(_key(r), len(keys)) for r in _chain(y, rb)))
+    del keys
+    matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
+    tail = _Tail()
+    ca, cb = _Cursor(rows_of(a, n)), _Cursor(rows_of(b, n))
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                diff = first_difference(_view(ca.at(i), rename), _view(cb.at(j)))
+                tail.add("changed" if diff else "same", n + i, n + j, diff[0] if diff else None)
+        else:  # replace, delete, insert: A's side, then B's
+            for i in range(i1, i2):
+                tail.add("only_a", n + i, -1, None)
+            for j in range(j1, j2):
+                tail.add("only_b", -1, n + j, None)
+    return EventsDiff(*names, DiffRows(a, b, n, tail), first, n + 1, fold.result())
+
+
+def _view(r: Row, rename: tuple[str, str] | None = None) -> dict[str, Any]:
+    """`view` of a row, without building its Event."""
+    v = {"type": r[2], "actor": r[3], "payload": _payload(r)}
     return rename_session(v, *rename) if rename else v
 
 
-def diff_events(a: list[Event], b: list[Event], rename: tuple[str, str] | None = None,
-                names: tuple[str, str] = ("A", "B")) -> EventsDiff:
-    """Diff log A against log B (module docstring). `rename=(A's id, B's id)`."""
-    va = [view(e, rename) for e in a]
-    vb = [view(e) for e in b]
-    n = 0
-    while n < min(len(a), len(b)) and first_difference(va[n], vb[n]) is None:
-        n += 1
-    rows = [DiffRow("same", x, y) for x, y in zip(a[:n], b[:n], strict=True)]
-    if n == len(a) == len(b):
-        return EventsDiff(*names, tuple(rows), None, n, usage(a, b))
-    if n < len(a) and n < len(b):
-        first = Divergence(n + 1, *first_difference(va[n], vb[n]))  # type: ignore[misc]
-    else:
-        first = Divergence(n + 1, "event", a[n].type if n < len(a) else MISSING,
-                           b[n].type if n < len(b) else MISSING)
-    ka, kb = [align_key(e) for e in a[n:]], [align_key(e) for e in b[n:]]
-    matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            for i, j in zip(range(n + i1, n + i2), range(n + j1, n + j2), strict=True):
-                found = first_difference(va[i], vb[j])
-                rows.append(DiffRow("changed" if found else "same", a[i], b[j],
-                                    found[0] if found else None))
-        else:  # replace, delete, insert: A's side, then B's
-            rows += [DiffRow("only_a", a[i], None) for i in range(n + i1, n + i2)]
-            rows += [DiffRow("only_b", None, b[j]) for j in range(n + j1, n + j2)]
-    return EventsDiff(*names, tuple(rows), first, n + 1, usage(a, b))
+def _same_fast(a: Sequence[Event], b: Sequence[Event], rename: tuple[str, str] | None
+               ) -> Callable[[Row, Row], bool]:
+    """A check that two rows' views are equal, true only when they are (else the exact
+    comparison decides): for two logs read from files (every value as orjson parsed it: JSON's
+    types only), the same JSON bytes are the same values, types included, when A's id needs
+    no renaming in them (it is absent from A's type, actor and bytes)."""
+    old = rename[0] if rename and rename[0] != rename[1] else ""
+    needle = old.encode()
+    if not (isinstance(a, LogEvents) and isinstance(b, LogEvents)) or \
+            orjson.dumps(old) != b'"' + needle + b'"':  # an id JSON escapes: no byte search
+        return lambda x, y: False
+
+    def same(x: Row, y: Row) -> bool:
+        if x[2] != y[2] or x[3] != y[3] or (old and (old in x[2] or old in x[3])):
+            return False
+        ja = orjson.dumps(_payload(x))
+        return ja == orjson.dumps(_payload(y)) and not (old and needle in ja)
+
+    return same
 
 
-def usage(a: list[Event], b: list[Event]) -> tuple[RoleUsage, ...]:
+def _payload(r: Row) -> Any:
+    """A row's payload without the IGNORED fields."""
+    payload = r[4]
+    if isinstance(payload, dict) and r[2] in IGNORED:
+        payload = {k: v for k, v in payload.items() if k not in IGNORED[r[2]]}
+    return payload
+
+
+def _key(r: Row) -> tuple[str, str, str]:
+    """`align_key` of a row."""
+    typ, actor, payload = r[2], r[3], r[4]
+    hook = payload.get("hook") if typ == "hook.fired" and isinstance(payload, dict) else None
+    return actor.split(":", 1)[0] if ":" in actor else actor, typ, str(hook or "")
+
+
+def _chain(head: Row | None, rest: Iterator[Row]) -> Iterator[Row]:
+    if head is not None:
+        yield head
+    yield from rest
+
+
+class _Cursor:
+    """Rows of a log read forwards once: `at(i)` is the i-th from where it started."""
+
+    def __init__(self, rows: Iterator[Row]) -> None:
+        self._rows, self._next = rows, 0
+
+    def at(self, i: int) -> Row:
+        while True:
+            r = next(self._rows)
+            self._next += 1
+            if self._next > i:
+                return r
+
+
+class _UsageFold:
+    """`usage`, folded while the rows stream past; roles in order of first appearance in A,
+    then B's others (the order the fold over A, then B, gave)."""
+
+    def __init__(self) -> None:
+        self.table: dict[str, list[list[float]]] = {}
+        self.seen: tuple[dict[str, None], dict[str, None]] = ({}, {})
+
+    def tap(self, rows: Iterator[Row], side: int) -> Iterator[Row]:
+        for r in rows:
+            if r[2] == "llm.response" and isinstance(r[4], dict):
+                self.add(side, r[3], r[4])
+            yield r
+
+    def add(self, side: int, actor: str, payload: dict[str, Any]) -> None:
+        u = payload.get("usage") or {}
+        role = str(payload.get("role") or actor)
+        self.seen[side][role] = None
+        row = self.table.setdefault(role, [[0, 0], [0, 0], [0.0, 0.0]])
+        row[0][side] += 1
+        row[1][side] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
+        row[2][side] = round(row[2][side] + float(u.get("cost_usd", 0)), 8)
+
+    def result(self) -> tuple[RoleUsage, ...]:
+        out = []
+        for r in {**self.seen[0], **self.seen[1]}:
+            c, t, m = self.table[r]
+            out.append(RoleUsage(r, (int(c[0]), int(c[1])), (int(t[0]), int(t[1])), (m[0], m[1])))
+        return tuple(out)
+
+
+def usage(a: Sequence[Event], b: Sequence[Event]) -> tuple[RoleUsage, ...]:
     """Per-role calls, tokens and cost of both logs (a pure fold over llm.response)."""
-    table: dict[str, list[list[float]]] = {}
+    fold = _UsageFold()
     for side, events in enumerate((a, b)):
-        for e in events:
-            if e.type != "llm.response" or not isinstance(e.payload, dict):
-                continue
-            u = e.payload.get("usage") or {}
-            row = table.setdefault(str(e.payload.get("role") or e.actor), [[0, 0], [0, 0], [0.0, 0.0]])
-            row[0][side] += 1
-            row[1][side] += int(u.get("input_tokens", 0)) + int(u.get("output_tokens", 0))
-            row[2][side] = round(row[2][side] + float(u.get("cost_usd", 0)), 8)
-    return tuple(RoleUsage(r, (int(c[0]), int(c[1])), (int(t[0]), int(t[1])), (m[0], m[1]))
-                 for r, (c, t, m) in table.items())
+        for _ in fold.tap(rows_of(events), side):
+            pass
+    return fold.result()

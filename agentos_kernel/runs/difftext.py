@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..schemas.jsondiff import short
-from ..store.events import Event, read_log
+from ..store.events import Event
+from ..store.replay.logview import ROWS_BATCH, LogEvents
 from ..telemetry.trace import summary
 from .diff import EventsDiff, diff_events
 
@@ -15,13 +16,14 @@ MARKS = {"same": " ", "changed": "~", "only_a": "-", "only_b": "+"}
 
 
 def diff_logs(a: Path, b: Path) -> EventsDiff:
-    """Read two logs and diff them (A's session id read as B's inside payloads)."""
-    ea, eb = list(read_log(a)), list(read_log(b))
+    """Read two logs and diff them (A's session id read as B's inside payloads): read
+    streaming, each row's events read back when shown."""
+    ea, eb = LogEvents(a), LogEvents(b)
     ia, ib = _sid(ea, a), _sid(eb, b)
     return diff_events(ea, eb, (ia, ib), names=(ia, ib))
 
 
-def _sid(events: list[Event], path: Path) -> str:
+def _sid(events: LogEvents, path: Path) -> str:
     return events[0].session_id if events else path.parent.name
 
 
@@ -31,12 +33,21 @@ def verdict(d: EventsDiff) -> str:
         return f"{d.a} and {d.b} do the same thing ({len(d.rows)} events)"
     f = d.first
     if f.path in ("type", "actor", "event"):  # different steps: name both events
-        ea = next((r.a for r in d.rows if r.a is not None and r.a.seq == f.index), None)
-        eb = next((r.b for r in d.rows if r.b is not None and r.b.seq == f.index), None)
+        ea, eb = _with_seq(d, 0, f.index), _with_seq(d, 1, f.index)
         return (f"{d.a} and {d.b} diverge at event {f.index}: {d.a} has {_name(ea)}, "
                 f"{d.b} has {_name(eb)}")
     return (f"{d.a} and {d.b} diverge at event {f.index}: {f.path}: {d.a} {short(f.recorded)}, "
             f"{d.b} {short(f.new)}")
+
+
+def _with_seq(d: EventsDiff, side: int, seq: int) -> Event | None:
+    """The first event of side A (0) or B (1) whose seq is `seq` (the rows hold each side's
+    events in log order), its log's lines read a batch at a time, no Event built."""
+    events = d.rows.side(side)
+    if isinstance(events, LogEvents):
+        at = next((i for i, r in enumerate(events.records(batch=ROWS_BATCH)) if r.get("seq") == seq), None)
+        return None if at is None else events[at]
+    return next((e for e in events if e.seq == seq), None)
 
 
 def _name(e: Event | None) -> str:
@@ -68,9 +79,7 @@ def diff_lines(d: EventsDiff, only_changes: bool = False) -> list[str]:
     first = d.first_row
     lines = [f"  {'':1} {'A':>4} {'B':>4}  {'role':<10} {'type':<18} ",
              f"  (~ changed, - only in {d.a}, + only in {d.b}; > the first divergence)"]
-    for i, r in enumerate(d.rows):
-        if only_changes and r.kind == "same":
-            continue
+    for i, r in d.rows.changed() if only_changes else enumerate(d.rows):
         role, typ = r.step
         seq_a = str(r.a.seq or "") if r.a is not None else "-"
         seq_b = str(r.b.seq or "") if r.b is not None else "-"

@@ -7,7 +7,9 @@ Reprs hold only what the logs hold (no paths, no times), so notebooks compare st
 
 from __future__ import annotations
 
+import bisect
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import ipywidgets as W
 from ...runs.diff import DiffRow, EventsDiff, diff_events
 from ...runs.difftext import MARKS, diff_lines, row_note, usage_lines, verdict
 from ..layers import clip, esc
-from ..source import load_session
+from ..source import open_session
 
 _ROW_STYLE = {"same": "", "changed": "background:#fff3b0", "only_a": "background:#ffebe9",
               "only_b": "background:#e6ffec"}
@@ -25,6 +27,9 @@ _FIRST = "outline:2px solid #cf222e"
 _BOX = "border:1px solid #bbb;border-radius:4px;padding:6px 10px;margin:2px 0;font-family:monospace"
 _SHOWN = 4000
 """Characters of one event's payload the detail pane shows (it scrolls)."""
+WINDOW = 500
+"""Rows the LogDiff table shows at most: those around the step picked (each row's events are
+read from the logs when shown, so a million-row diff renders as fast as a short one)."""
 
 
 def payload_text(value: Any, pad: str = "") -> list[str]:
@@ -65,19 +70,26 @@ def _json_in(value: Any) -> Any:
 
 
 def diff_sessions(a: Any, b: Any, workspace: Path | str | None = None) -> EventsDiff:
-    """Diff two sessions (ids, or what %agent returned), A's session id read as B's."""
-    da, db = load_session(a, workspace), load_session(b, workspace)
-    return diff_events(list(da.events), list(db.events), (da.session_id, db.session_id),
+    """Diff two sessions (ids, or what %agent returned), A's session id read as B's; a log
+    is read streaming (`LogEvents`), its rows' events read back when shown."""
+    da, db = open_session(a, workspace), open_session(b, workspace)
+    return diff_events(da.events, db.events, (da.session_id, db.session_id),
                        names=(da.session_id, db.session_id))
 
 
-def rows_html(d: EventsDiff, only_changes: bool = False) -> str:
-    """The aligned steps as an HTML table; the first divergence outlined."""
+def rows_html(d: EventsDiff, only_changes: bool = False, window: int | None = None,
+              around: int = 0) -> str:
+    """The aligned steps as an HTML table; the first divergence outlined. `window`: at most
+    that many rows, those around row `around` (0-based), and a last line saying which."""
     first = d.first_row
+    shown: Sequence[int] = d.rows.changes if only_changes else range(len(d.rows))
+    lo, hi = 0, len(shown)
+    if window is not None and hi > window:
+        lo = min(max(bisect.bisect_left(shown, around) - window // 2, 0), hi - window)
+        hi = lo + window
     body = []
-    for i, r in enumerate(d.rows):
-        if only_changes and r.kind == "same":
-            continue
+    for i in shown[lo:hi]:
+        r = d.rows[i]
         role, typ = r.step
         style = _ROW_STYLE[r.kind] + (";" + _FIRST if i == first else "")
         body.append(
@@ -85,6 +97,9 @@ def rows_html(d: EventsDiff, only_changes: bool = False) -> str:
             f"<td>{r.a.seq if r.a is not None else '-'}</td><td>{r.b.seq if r.b is not None else '-'}</td>"
             f'<td style="text-align:left">{esc(role)}</td><td style="text-align:left">{esc(typ)}</td>'
             f'<td style="text-align:left">{esc(row_note(r.kind, r.a, r.b, r.path))}</td></tr>')
+    if (lo, hi) != (0, len(shown)):
+        body.append(f'<tr><td colspan="6" style="text-align:left"><i>rows {lo + 1}-{hi} of '
+                    f"{len(shown)} shown: the step picker moves them</i></td></tr>")
     head = (f"<tr><th></th><th>{esc(d.a)}</th><th>{esc(d.b)}</th><th>role</th><th>type</th>"
             "<th>what differs</th></tr>")
     return f'<table class="agentos-logdiff">{head}{"".join(body)}</table>'
@@ -162,7 +177,7 @@ class LogDiff(W.VBox):
             self.step.value = self.diff.first_row + 1
 
     def _render(self) -> None:
-        self.table.value = rows_html(self.diff, self.changes_only.value)
+        self.table.value = rows_html(self.diff, self.changes_only.value, WINDOW, self.step.value - 1)
         r = self.row
         if r is None:
             self.detail.value = "(both logs are empty)"
@@ -180,6 +195,6 @@ class LogDiff(W.VBox):
 
     def __repr__(self) -> str:
         d = self.diff
-        differ = sum(r.kind != "same" for r in d.rows)
+        differ = len(d.rows.changes)
         state = "the same" if d.identical else f"diverge at event {d.first.index}"  # type: ignore[union-attr]
         return f"LogDiff({d.a} vs {d.b}: {state}; {differ} of {len(d.rows)} steps differ)"
