@@ -22,6 +22,7 @@ from agentos_kernel.testing import write_long_session
 
 from .diff_oracle import diff as old_diff
 from .diff_oracle import difftext as old_text
+from .peak_script import peak_script
 
 MUTATIONS = ("payload", "ignored", "type", "actor", "insert", "delete", "end", "fork", "renamed", "role")
 
@@ -182,15 +183,7 @@ def test_the_table_shows_a_window_of_rows_around_the_step(tmp_path: Path) -> Non
     assert rows_html(d, window=500, around=1199).count("rows 701-1200 of 1200") == 1
 
 
-_PEAKS = """
-import contextlib, gc, io, sys, tracemalloc
-from agentos_kernel.cli.main import main
-from agentos_kernel.jupyter.widgets.diffview import LogDiff
-from agentos_kernel.testing import write_long_session
-ws = sys.argv[1]
-with contextlib.redirect_stdout(io.StringIO()):
-    assert main(["init", ws]) == 0
-sizes = [int(n) for n in sys.argv[2:]]
+_PEAKS = peak_script("from agentos_kernel.jupyter.widgets.diffview import LogDiff", """\
 for n in sizes:
     write_long_session(ws + "/sessions", f"a{n}", n)
     write_long_session(ws + "/sessions", f"b{n}", n)
@@ -208,7 +201,7 @@ for n in sizes:
         w = LogDiff(f"a{n}", f"{other}{n}", workspace=ws)
         w.step.value = n // 3
         print(other, n, (tracemalloc.get_traced_memory()[1] - before) / 1e6)
-"""
+""")
 
 
 def test_a_log_diff_keeps_memory_flat_in_the_agreeing_prefix(tmp_path: Path) -> None:

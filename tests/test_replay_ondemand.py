@@ -23,6 +23,7 @@ from agentos_kernel.store.replay.index import CHECKPOINT_EVERY, ReplayIndex
 from agentos_kernel.store.replay.logview import STRIDE, LogEvents
 from agentos_kernel.testing import write_long_session
 
+from .peak_script import peak_script
 from .replay_oracle.index import ReplayIndex as OldReplayIndex
 from .replay_oracle.logview import LogEvents as OldLogEvents
 
@@ -232,15 +233,7 @@ def test_snapshot_lists_read_from_the_log_are_the_folds_lists(tmp_path: Path) ->
     assert index.snapshot(len(index)).to_dict() == full.to_dict()
 
 
-_PEAKS = """
-import contextlib, gc, io, sys, tracemalloc
-from agentos_kernel.cli.main import main
-from agentos_kernel.jupyter.widgets.stepper import LayerStepper, ReplayScrubber
-from agentos_kernel.testing import write_long_session
-ws = sys.argv[1]
-with contextlib.redirect_stdout(io.StringIO()):
-    assert main(["init", ws]) == 0
-sizes = [int(n) for n in sys.argv[2:]]
+_PEAKS = peak_script("from agentos_kernel.jupyter.widgets.stepper import LayerStepper, ReplayScrubber", """\
 for n in sizes:
     write_long_session(ws + "/sessions", f"s{n}", n)
 LayerStepper(f"s{sizes[0]}", workspace=ws), ReplayScrubber(f"s{sizes[0]}", workspace=ws)  # warm
@@ -253,7 +246,7 @@ for n in sizes:
         w = cls(f"s{n}", workspace=ws)
         w.go(n // 2)
         print(cls.__name__, n, (tracemalloc.get_traced_memory()[1] - before) / 1e6)
-"""
+""")
 
 
 def test_opening_the_widgets_keeps_memory_flat_in_the_log(tmp_path: Path) -> None:
