@@ -20,7 +20,7 @@ from agentos_kernel import replay
 from agentos_kernel.jupyter.widgets.snapview import diff_snapshots, json_head, snapshot_rows
 from agentos_kernel.store.events import LogError, TornTail, read_log
 from agentos_kernel.store.replay.index import CHECKPOINT_EVERY, ReplayIndex
-from agentos_kernel.store.replay.logview import STRIDE, LogEvents
+from agentos_kernel.store.replay.logview import ROWS_BATCH, STRIDE, LogEvents
 from agentos_kernel.testing import write_long_session
 
 from .peak_script import peak_script
@@ -287,3 +287,24 @@ def test_the_cyclic_collector_is_back_on_after_the_pass_even_when_it_fails(tmp_p
         assert not gc.isenabled()  # left as the caller had it
     finally:
         gc.enable()
+
+
+def test_two_lines_that_are_json_only_when_joined_are_refused(tmp_path: Path) -> None:
+    """Line k opens a string its next line closes, and that line holds a second event: joined
+    with a comma they parse as two events for two lines, though line k alone is no JSON. A
+    batch of lines is parsed line by line, so this is the LogError naming line k, not two
+    events that are not in the log."""
+    log = write_long_session(tmp_path, "joined", 3 * ROWS_BATCH)
+    lines = log.read_bytes().splitlines(keepends=True)
+    k = ROWS_BATCH + 7
+    head = lines[k].split(b'"type":"', 1)[0]  # `type` is the last key of a canonical line
+    lines[k] = head + b'"type":"x\n'  # the string runs on into the next line ...
+    lines[k + 1] = b'y"},' + lines[k + 1]  # ... which closes it and holds the next event
+    log.write_bytes(b"".join(lines))
+    joined = orjson.loads(b"[" + lines[k].rstrip(b"\n") + b"," + lines[k + 1].rstrip(b"\n") + b"]")
+    assert len(joined) == 2, "the two lines parse as two events once joined"
+    events = LogEvents(log)
+    with pytest.raises(LogError, match=rf":{k + 1}: -: not JSON"):
+        list(events.rows())
+    with pytest.raises(LogError, match=rf":{k + 1}: -: not JSON"):
+        list(events.records())

@@ -186,13 +186,15 @@ class LogEvents(Sequence[Event]):
                 chunk = self._pread(start, end - start)
             else:
                 chunk = self.span(a, b)[0]
-            # Canonical JSON escapes newlines inside strings, so lines join with commas (blank
-            # lines after the last are whitespace, stripped).
+            # Each line parsed on its own: lines joined with commas into one array parse as
+            # many values as lines also when one line opens a string or a bracket that the
+            # next closes and that one holds two events (neither line JSON alone).
+            lines = chunk.rstrip().split(b"\n")  # blank lines after the last: whitespace
             try:
-                values = orjson.loads(b"[" + chunk.rstrip().replace(b"\n", b",") + b"]")
+                values = list(map(orjson.loads, lines)) if len(lines) == b - a else None
             except orjson.JSONDecodeError:
-                values = None  # a blank line inside the batch, or a line that is not JSON
-            if type(values) is list and len(values) == b - a:
+                values = None  # a line that is not JSON (or a blank one inside the batch)
+            if values is not None:
                 yield a, values
             else:  # line by line, lazily: the first bad line raises as a reader meets it
                 yield a, (self.record(i) for i in range(a, b))
