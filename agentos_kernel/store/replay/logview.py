@@ -33,7 +33,7 @@ Row = tuple[str, str, str, str, Any]
 STRIDE = 64
 """Events between two indexed offsets: a step reads one block of this many lines."""
 ROWS_BATCH = 4 * STRIDE
-"""Lines `rows` parses per orjson call: the calls' cost amortised, a few MB of values at once."""
+"""Lines `rows` reads and parses per batch (each line on its own): a few MB of values at once."""
 CACHED = 8
 """Blocks kept read (a step reads the event's block and folds from a mark up to 4 blocks back)."""
 _MASK = STRIDE - 1
@@ -169,10 +169,11 @@ class LogEvents(Sequence[Event]):
         return self._pread(start, end - start), start
 
     def records(self, lo: int = 0, hi: int | None = None, batch: int = 8192) -> Iterator[Any]:
-        """The JSON values of lines lo..hi-1, parsed `batch` lines per orjson call (a figure
-        over 100k events: one call per line costs more than the parsing). Memory is one
-        batch at a time. A batch that does not parse whole is read line by line, so a bad
-        line still raises the LogError naming its file and line."""
+        """The JSON values of lines lo..hi-1, `batch` lines read at once and each parsed on
+        its own (never joined into one array: two lines that are JSON only together would
+        parse as two values). Memory is one batch at a time. A batch that does not parse
+        whole is read line by line, so a bad line still raises the LogError naming its file
+        and line."""
         for _, values in self._batches(lo, len(self) if hi is None else hi, batch):
             yield from values
 
