@@ -59,7 +59,11 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
     rt = cached_runtime(workspace, profile=profile, faults=plan)
     live_trace = LiveTrace() if live else None
     logged: list[Event] = []  # the events as they were appended: not read back from the log
-    with rt.watching(live_trace) if live_trace else contextlib.nullcontext(), rt.watching(logged.append):
+    keep = logged.append
+    with rt.watching(live_trace) if live_trace else contextlib.nullcontext():
+        # `rt.watching(keep)` without its generator and the stream sink it adds only for a
+        # StreamWatcher: the list each append reads (kernel.Runtime.watching), in the same order.
+        rt.watchers.append(keep)
         try:
             if cycle is not None:
                 return _run_cycle(rt, cycle, prompt, session, mode)
@@ -67,6 +71,7 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
         finally:
             if live_trace:
                 live_trace.close()
+            rt.watchers.remove(keep)
     if isinstance(result, Err) and result.error.session_id is None:
         raise WorkbenchError(result.error.message)  # refused before a session existed
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id

@@ -120,3 +120,16 @@ def test_a_runs_snapshot_is_folded_once_and_only_when_asked_for(ws: Path,
     assert run.snapshot == replay(run.events) and run.snapshot.llm_calls == 5
     assert "5 LLM calls" in repr(run)
     assert folds == [len(run.events)]
+
+
+def test_a_run_keeps_its_events_without_the_watching_generator(ws: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[object] = []
+    real = api.Runtime.watching
+    monkeypatch.setattr(api.Runtime, "watching", lambda self, w, **k: calls.append(w) or real(self, w, **k))
+    rt = api.cached_runtime(ws)
+    before = list(rt.watchers)
+    run = api.run_agent("hello, greet Ada", workspace=ws)
+    assert calls == [] and len(run.events) == 32 and rt.watchers == before  # nothing left behind
+    live = api.run_agent("hello, greet Ada", workspace=ws, live=True)  # the live trace still watches
+    assert len(calls) == 1 and live.events[-1].type == "session.close" and rt.watchers == before
