@@ -11,10 +11,9 @@ import contextlib
 import re
 import tempfile
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from ..config import load_config
 from ..errors import DomainError, Err, Problem
@@ -33,6 +32,7 @@ from ..telemetry.livetrace import LiveTrace
 from ..tools.builtin import BUILTIN_TOOLS
 from ..workspace import find_workspace
 from .display import AgentRun, CycleInfo, SnapshotView
+from .runfacts import made_events, of_logged, own_events, plain_fields, whole_log
 from .runtime_cache import cached_runtime
 from .source import SessionData, load_session, session_log
 from .verdicts import RerunView, SkillCheck, chain_verdict
@@ -76,40 +76,19 @@ def run_agent(prompt: str, *, profile: str | None = None, faults: str | None = N
         raise WorkbenchError(result.error.message)  # refused before a session existed
     sid = result.error.session_id if isinstance(result, Err) else result.value.session_id
     assert sid is not None  # an Err without a session raised above
-    return _read_back(rt, sid, prompt, ok=not isinstance(result, Err),
-                      output=None if isinstance(result, Err) else result.value.output,
-                      error=result.error if isinstance(result, Err) else None,
-                      logged=_whole_log(logged, sid))
-
-
-def _whole_log(logged: list[Event], sid: str) -> tuple[Event, ...] | None:
-    """The session's events as appended, when they are its whole log (seqs 1..N, as a new
-    session's are); None to read the log back instead. Each line holds its event's canonical
-    bytes (SessionLog.append), so each is made from those bytes as reading the line back
-    would (keys in their stored order, a NaN as null), without reading the file
-    (tests/jupyter/test_agent_events.py compares them): the run's payloads encoded and
-    decoded at once; the other fields are plain str/int/None as SessionLog.append makes
-    them, which reading back leaves as they are (anything else: whole events, as read)."""
-    events = [e for e in logged if e.session_id == sid]
-    if not events or any(e.seq != i for i, e in enumerate(events, 1)):
-        return None
-    payloads = orjson.loads(canonical([e.payload for e in events]))
-    out = []
-    new = object.__new__
-    for e, payload in zip(events, payloads, strict=True):
-        if (type(e.id) is not str or type(e.session_id) is not str or type(e.ts) is not str
-                or type(e.type) is not str or type(e.actor) is not str or type(e.chain) is not str
-                or type(e.schema_version) is not str or type(e.seq) is not int
-                or (e.parent_id is not None and type(e.parent_id) is not str)):
-            return tuple(map(Event.trusted, orjson.loads(canonical([vars(e) for e in events]))))
-        # What Event.trusted(dict(vars(e), payload=payload)) makes (a new Event whose
-        # __dict__ holds the fields, in their order), without the intermediate dict.
-        made = new(Event)
-        fields = made.__dict__
-        fields.update(e.__dict__)
-        fields["payload"] = payload
-        out.append(made)
-    return tuple(out)
+    ok, output = not isinstance(result, Err), None if isinstance(result, Err) else result.value.output
+    error = result.error if isinstance(result, Err) else None
+    own = own_events(logged, sid)
+    facts = of_logged(own) if own and plain_fields(own) else None
+    start = own[0].payload.get("prompt", prompt) if facts is not None and own else None
+    if facts is None or own is None or type(start) is not str:
+        return _read_back(rt, sid, prompt, ok=ok, output=output, error=error,
+                          logged=whole_log(logged, sid))
+    # The payloads as they are now, encoded once: made into the read-back events (decoded)
+    # only if the run's `events` are read; the rows show what they would show of those.
+    made = partial(made_events, own, canonical([e.payload for e in own]))
+    return AgentRun.logged(made, facts, session_id=sid, ok=ok, prompt=start, profile=rt.profile.name,
+                           model=rt.profile.model, output=output, error=error, workspace=rt.workspace)
 
 
 def fork_agent(target: str, *, profile: str | None = None, faults: str | None = None,

@@ -8,6 +8,7 @@ no wall-clock times, no memory addresses.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -19,7 +20,8 @@ from ..store.replay.fold import Snapshot, replay
 from ..store.replay.summary import SnapshotSummary
 from ..telemetry.trace import summary
 from ..workspace import Workspace
-from .layers import FAILURE_TYPES, LAYER_COLORS, LAYER_NAMES, esc, layer_counts, pretty, schema_of, text_on
+from .layers import FAILURE_TYPES, LAYER_COLORS, LAYER_NAMES, esc, pretty, schema_of, text_on
+from .runfacts import RunFacts, of_events
 from .shell import bundle, plain_text
 
 _BOX = "border:1px solid #bbb;border-radius:4px;padding:6px 10px;margin:2px 0;font-family:monospace"
@@ -38,13 +40,6 @@ def _layer_strip(counts: dict[str, int]) -> str:
         cells.append(f'<span title="{esc(LAYER_NAMES[layer])}" style="{style};padding:1px 5px;'
                      f'margin-right:2px;border-radius:3px">{layer} {n}</span>')
     return "".join(cells)
-
-
-def _failure_name(ev: Event) -> str:
-    p = ev.payload if isinstance(ev.payload, dict) else {}
-    if ev.type == "schema.violation":
-        return f"SCHEMA_INVALID ({p.get('schema_id')})"
-    return str(p.get("code") or ev.type)
 
 
 @dataclass(frozen=True)
@@ -115,6 +110,17 @@ class AgentRun:
     cycle: CycleInfo | None = None
     """For `%agent --cycle`: the cycle's verdict and the phases it visited."""
 
+    @classmethod
+    def logged(cls, events: Callable[[], tuple[Event, ...]], facts: RunFacts, **fields: Any) -> AgentRun:
+        """A run whose `events` are made by `events()` when first read (a notebook that only
+        shows the run never needs them) and whose rows show `facts` (runfacts.of_logged:
+        what `of_events` finds in those events). `fields`: the other fields."""
+        run = cls(events=(), **fields)
+        del run.__dict__["events"]  # read through _Made until made
+        run.__dict__["_make_events"] = events
+        run.__dict__["_facts"] = facts
+        return run
+
     @cached_property
     def snapshot(self) -> Snapshot:
         """The snapshot recomputed from the log (I-1): folded from `events` when first asked
@@ -148,16 +154,21 @@ class AgentRun:
         return ["INTAKE"] + [e.payload.get("to") for e in self.events if e.type == "agent.transition"]
 
     @cached_property
+    def _facts(self) -> RunFacts:
+        # Taken once per run (a notebook formats it as text and as HTML): from `events` and
+        # the snapshot, or set by `logged` from the events as appended.
+        return of_events(self.events, lambda: self.snapshot, path=self.cycle is None)
+
+    @property
     def _counts(self) -> dict[str, int]:
-        # Made once per run: a notebook formats the result as text and as HTML.
-        return layer_counts(self.events)
+        return self._facts.counts
 
     def _lines(self) -> list[tuple[str, str]]:
         return self._rows
 
     @cached_property
     def _rows(self) -> list[tuple[str, str]]:
-        snap, counts = self.snapshot, self._counts
+        facts = self._facts
         rows = []
         if self.cycle is not None:
             c = self.cycle
@@ -167,21 +178,20 @@ class AgentRun:
         if self.ok:
             rows.append(("output", str(self.output)))
         elif self.error is not None or self.cycle is None:
-            fail = self.failure
-            where = (f" at {layer_of(fail)}, event {fail.seq} by {fail.actor}" if fail is not None else "")
+            fail = facts.failure(self.error.code if self.error else None)
+            where = (f" at {fail.layer}, event {fail.seq} by {fail.actor}" if fail is not None else "")
             rows.append(("error", f"{self.error.code if self.error else '?'}{where}: "
                                   f"{self.error.message if self.error else ''}"))
-        if self.failures:
-            shown = [f"#{e.seq} {layer_of(e)} {_failure_name(e)}" for e in self.failures[:5]]
-            more = len(self.failures) - len(shown)
+        if facts.failures:
+            shown = [f"#{f.seq} {f.layer} {f.name}" for f in facts.failures[:5]]
+            more = len(facts.failures) - len(shown)
             rows.append(("failed", " · ".join(shown) + (f" (+{more} more)" if more else "")))
         if self.cycle is None:
-            rows.append(("path", " → ".join(self.path)))
-        rows.append(("events", f"{len(self.events)} ("
-                     + " · ".join(f"{k} {v}" for k, v in counts.items()) + ")"))
-        cost = snap.cost
-        rows.append(("usage", f"{snap.llm_calls} LLM calls · {cost.input_tokens} in / {cost.output_tokens} "
-                              f"out tokens · ${cost.cost_usd:.6f}"))
+            rows.append(("path", " → ".join(["INTAKE", *(facts.path or ())])))
+        rows.append(("events", f"{facts.total} ("
+                     + " · ".join(f"{k} {v}" for k, v in facts.counts.items()) + ")"))
+        rows.append(("usage", f"{facts.llm_calls} LLM calls · {facts.input_tokens} in / "
+                              f"{facts.output_tokens} out tokens · ${facts.cost_usd:.6f}"))
         rows.append(("next", f"%replay {self.session_id} · %events {self.session_id} · "
                              f"LayerStepper({self.session_id!r})"))
         return rows
@@ -210,6 +220,26 @@ class AgentRun:
         return (f'<div class="agentos-run" style="{_BOX}">{verdict} <b>{esc(self.session_id)}</b> '
                 f"{esc(repr(self.prompt))} · profile {esc(self.profile)} ({esc(self.model)})"
                 f"<table>{rows}</table></div>")
+
+
+class _Made:
+    """`AgentRun.events` of a run made by `AgentRun.logged` (a non-data descriptor: once made,
+    the tuple is the instance's own field, read as any other, compared, copied and replaced as
+    before)."""
+
+    def __get__(self, run: AgentRun | None, owner: type | None = None) -> Any:
+        if run is None:
+            return self
+        make = run.__dict__.get("_make_events")
+        if make is None:  # made meanwhile by another thread
+            return run.__dict__["events"]
+        made = make()
+        object.__setattr__(run, "events", made)
+        run.__dict__.pop("_make_events", None)
+        return made
+
+
+AgentRun.events = _Made()  # type: ignore[assignment]  # after @dataclass: no default for the field
 
 
 @dataclass(frozen=True)

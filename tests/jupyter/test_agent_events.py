@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentos_kernel import replay
-from agentos_kernel.jupyter import api
+from agentos_kernel.jupyter import api, runfacts
 from agentos_kernel.jupyter.magics import AGENT
 from agentos_kernel.store.events import read_log
 
@@ -54,11 +54,9 @@ def test_usage_is_formatted_once_and_help_is_unchanged(monkeypatch: pytest.Monke
 
 def test_a_run_counts_its_layers_once_however_often_it_is_shown(ws: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentos_kernel.jupyter import display
-
     calls: list[int] = []
-    real = display.layer_counts
-    monkeypatch.setattr(display, "layer_counts", lambda events: calls.append(1) or real(events))
+    real = runfacts.layer_counts
+    monkeypatch.setattr(runfacts, "layer_counts", lambda events: calls.append(1) or real(events))
     run = api.run_agent("hello, greet Ada", workspace=ws)
     text, html = repr(run), run._repr_html_()
     assert (repr(run), run._repr_html_()) == (text, html)
@@ -102,7 +100,7 @@ def test_a_run_whose_fields_are_not_plain_strings_is_made_as_it_reads_back() -> 
                              "type": "session.start", "actor": Named("user") if i == 2 else "user",
                              "payload": {"b": (1, float("nan")), "a": "x"}, "schema_version": "v1",
                              "parent_id": None, "seq": i, "chain": "c"}) for i in (1, 2)]
-    made = api._whole_log(events, "s1")
+    made = runfacts.whole_log(events, "s1")
     read = tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
     assert made == read and repr(made) == repr(read)
     assert "Named" not in repr(made) and list(made[0].payload) == ["a", "b"]

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from IPython.lib import pretty
 
 from agentos_kernel.errors import DomainError
-from agentos_kernel.jupyter import api, layers, magics
+from agentos_kernel.jupyter import api, layers, magics, runfacts
 from agentos_kernel.jupyter.display import AgentRun
 from agentos_kernel.store.events import Event
 from agentos_kernel.store.recorder import layer_of
@@ -241,7 +241,7 @@ def test_the_runs_events_are_what_reading_the_log_back_gives(payloads: list[obje
                              "type": "session.start", "actor": Named("user") if named and i == 2 else "user",
                              "payload": p, "schema_version": "v1", "parent_id": "s1-e1" if parent else None,
                              "seq": i, "chain": "c"}) for i, p in enumerate(payloads, 1)]
-    made = api._whole_log(events, "s1")
+    made = runfacts.whole_log(events, "s1")
     read = tuple(Event.from_dict(orjson.loads(canonical(e.to_dict()))) for e in events)
     assert made is not None
     assert made == read and repr(made) == repr(read)
