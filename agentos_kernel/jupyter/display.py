@@ -33,13 +33,26 @@ def _badge(ok: bool, text: str) -> str:
             f"{esc(text)}</span>")
 
 
+def _cell(layer: str, style: str) -> str:
+    return (f'<span title="{esc(LAYER_NAMES[layer])}" style="{style};padding:1px 5px;'
+            f'margin-right:2px;border-radius:3px">{layer} ')
+
+
+_CELLS = {layer: (_cell(layer, "color:#888"),
+                  _cell(layer, f"background:{LAYER_COLORS[layer]};color:{text_on(layer)}"))
+          for layer in LAYER_NAMES}
+"""Each layer's strip cell up to its count, (none, some): made once, not per run shown."""
+
+
 def _layer_strip(counts: dict[str, int]) -> str:
-    cells = []
-    for layer, n in counts.items():
-        style = (f"background:{LAYER_COLORS[layer]};color:{text_on(layer)}" if n else "color:#888")
-        cells.append(f'<span title="{esc(LAYER_NAMES[layer])}" style="{style};padding:1px 5px;'
-                     f'margin-right:2px;border-radius:3px">{layer} {n}</span>')
-    return "".join(cells)
+    # A layer outside L1..L8 (a domain.error's payload can name any) raises KeyError, as it did.
+    return "".join(f"{_CELLS[layer][n != 0]}{n}</span>" for layer, n in counts.items())
+
+
+_HEADS = {k: f'<tr><td style="text-align:left;padding-right:8px;vertical-align:top"><b>{esc(k)}</b></td>'
+             '<td style="text-align:left">'
+          for k in ("cycle", "phases", "output", "error", "failed", "path", "events", "usage", "next")}
+"""A run's row up to its value, for each key AgentRun._rows makes (its only keys)."""
 
 
 @dataclass(frozen=True)
@@ -213,10 +226,7 @@ class AgentRun:
     def _repr_html_(self) -> str:
         verdict = _badge(self.ok, "ok" if self.ok else "NOT ok · fail-closed")
         strip = _layer_strip(self._counts)
-        rows = "".join(
-            f'<tr><td style="text-align:left;padding-right:8px;vertical-align:top"><b>{esc(k)}</b></td>'
-            f'<td style="text-align:left">{strip if k == "events" else esc(v)}</td></tr>'
-            for k, v in self._lines())
+        rows = "".join(f'{_HEADS[k]}{strip if k == "events" else esc(v)}</td></tr>' for k, v in self._lines())
         return (f'<div class="agentos-run" style="{_BOX}">{verdict} <b>{esc(self.session_id)}</b> '
                 f"{esc(repr(self.prompt))} · profile {esc(self.profile)} ({esc(self.model)})"
                 f"<table>{rows}</table></div>")

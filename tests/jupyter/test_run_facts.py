@@ -168,3 +168,43 @@ def test_each_value_read_is_plain_or_the_facts_are_not_taken(at: int, place: tup
         where = where[key]
     where[place[-1]] = odd
     same_facts(kinds)
+
+
+def old_html(run: AgentRun) -> str:
+    """Session 3's AgentRun._repr_html_ (the oracle)."""
+    from agentos_kernel.jupyter.layers import LAYER_COLORS, LAYER_NAMES, esc, text_on
+
+    color = "#1a7f37" if run.ok else "#cf222e"
+    verdict = (f'<span style="background:{color};color:#fff;padding:1px 6px;border-radius:3px">'
+               f'{esc("ok" if run.ok else "NOT ok · fail-closed")}</span>')
+    cells = []
+    for layer, n in run._counts.items():
+        style = f"background:{LAYER_COLORS[layer]};color:{text_on(layer)}" if n else "color:#888"
+        cells.append(f'<span title="{esc(LAYER_NAMES[layer])}" style="{style};padding:1px 5px;'
+                     f'margin-right:2px;border-radius:3px">{layer} {n}</span>')
+    rows = "".join(
+        f'<tr><td style="text-align:left;padding-right:8px;vertical-align:top"><b>{esc(k)}</b></td>'
+        f'<td style="text-align:left">{"".join(cells) if k == "events" else esc(v)}</td></tr>'
+        for k, v in old_rows(run))
+    box = "border:1px solid #bbb;border-radius:4px;padding:6px 10px;margin:2px 0;font-family:monospace"
+    return (f'<div class="agentos-run" style="{box}">{verdict} <b>{esc(run.session_id)}</b> '
+            f"{esc(repr(run.prompt))} · profile {esc(run.profile)} ({esc(run.model)})"
+            f"<table>{rows}</table></div>")
+
+
+def test_a_runs_html_is_session_3s_and_escapes_only_its_values(ip: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos_kernel.jupyter import display
+
+    runs = [ip.run_line_magic("agent", line) for line in
+            ('"hello, greet Ada"', '--faults hook_deny "hello, greet Ada"',
+             '--faults schema_violation "hi <b>"', '--cycle code-review "review the change in auth.py"')]
+    calls: list[object] = []
+    real = display.esc
+    monkeypatch.setattr(display, "esc", lambda v: calls.append(v) or real(v))
+    for run in runs:
+        calls.clear()
+        html = run._repr_html_()
+        assert html == old_html(run)
+        # the verdict, id, prompt, profile, model and each row's value but the strip's
+        assert len(calls) == 5 + len(run._rows) - 1
