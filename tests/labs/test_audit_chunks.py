@@ -18,7 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentos_kernel.labs.audit import chunks, stream
+from agentos_kernel.labs.audit.fold import LogFold
 from agentos_kernel.labs.audit.log import audit_lines, audit_log
+from agentos_kernel.store.redaction import CLEAN
 from agentos_kernel.testing import write_long_session
 
 from .audit_oracle import log_lines
@@ -272,3 +274,28 @@ def test_a_live_log_whose_first_id_ends_in_a_letter_and_1_is_taken_as_rising(
     log.write_bytes(b"".join(_chained(objs)))
     taken, parts = _taken(log, monkeypatch)
     assert len(parts) > 3 and taken[1:-1] == parts[1:-1], (taken, parts)
+
+
+def test_denied_steps_are_made_gaps_at_the_end(tmp_path: Path) -> None:
+    """A speed-independent guard on the pass's state: a long log's denied steps that ran (one
+    a pass of the reference request repeated) are kept as tuples until `finish` makes their
+    gaps (made as found, their messages slowed the pass through a 1M-event log); the report
+    is the oracle's."""
+    log = write_long_session(tmp_path, "denied", 3000)
+    fold = LogFold(reread=lambda: log.open("rb"))
+    with log.open("rb") as f:
+        stream.run(fold, f)
+    assert fold.flow.hooks == [] and len(fold.flow.followed) == 99  # the last pass has no next
+    _same(log)
+    assert sum(g.check == "hook" for g in audit_log(log).gaps) == 99
+
+
+def test_the_report_leaves_redaction_s_clean_strings_alone(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's messages are redacted without being remembered as clean strings (each is
+    new: a 1M-event log's 33,334 would fill and clear that cache, which the request path
+    uses); a message that may hold a secret still goes through `redact` (test_redaction_sinks)."""
+    log = write_long_session(tmp_path, "clean", 1000)
+    monkeypatch.setattr(CLEAN, "known", {})  # (the oracle's report, in other tests, adds them)
+    gaps = audit_log(log).gaps
+    assert gaps and not any(g.what in CLEAN.known for g in gaps)

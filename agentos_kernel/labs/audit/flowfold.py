@@ -19,7 +19,7 @@ from typing import Any
 
 from ...tools.dispatch import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
 from .ids import FullIds
-from .model import Gap, schema_invalid
+from .model import Gap, denied_ran, schema_invalid
 from .pairs import Exact, Pairs
 
 REQUIRED_TYPES = (
@@ -91,6 +91,7 @@ class FlowFold:
         self.state: str | None = None
         self.entered: int | None = None  # seq of the transition that entered `state`
         self.hooks: list[tuple[int, Gap]] = []  # (position of the hook.fired, gap)
+        self.followed: list[tuple[int, int, int, str, str, int]] = []  # model.denied_ran's, by pos
         self.denies: list[tuple[int, str, int, str, tuple[str, ...] | None]] = []
         self.stops: set[str] = set()  # the types a pending deny gates or ends at
         self.schema: list[tuple[int, Gap]] = []
@@ -188,8 +189,7 @@ class FlowFold:
         for d in self.denies:
             pos, hook, dseq, gated, until = d
             if typ == gated:
-                self.hooks.append((pos, Gap("hook", seq, n, f"{typ} follows the {hook} deny at seq "
-                                                            f"{dseq}: a denied step must not run")))
+                self.followed.append((pos, seq, n, typ, hook, dseq))
             elif until is None or typ not in until:
                 keep.append(d)
         self.denies = keep
@@ -246,7 +246,8 @@ class FlowFold:
         if ok and self.state not in (None, "DONE"):
             gaps.append(Gap("transition", close[0], close[1], f"the session closed ok but the "  # type: ignore[index]
                             f"agent's last transition is to {self.state}, not DONE"))
-        gaps += [g for _, g in sorted(self.hooks, key=lambda x: x[0])]
+        hooks = self.hooks + [(f[0], denied_ran(*f[1:])) for f in self.followed]  # stable: own gaps first
+        gaps += [g for _, g in sorted(hooks, key=lambda x: x[0])]
         for vpos, vseq, vline, sid, where in self.violations:
             self._unrefused(vpos, vseq, vline, sid, where, "the log ends")
         gaps += [g for _, g in sorted(self.schema, key=lambda x: x[0])]

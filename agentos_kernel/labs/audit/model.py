@@ -94,3 +94,12 @@ def schema_invalid(t: str, p: dict[str, Any]) -> bool:
         return True
     reason = p.get("reason")
     return t == "session.close" and isinstance(reason, str) and _SCHEMA_CODE in _CODE.findall(reason)
+
+
+def denied_ran(seq: int, n: int, typ: str, hook: str, dseq: int) -> Gap:
+    """The gap of a step (`typ`, at `seq`, line `n`) that ran after the `hook` deny at seq
+    `dseq` that gates it. FlowFold keeps these as tuples and makes the gaps at its end: a long
+    log holds one a pass (the reference request repeated: 33,334 at 1M events), and made as
+    they were found, their messages, kept among each chunk's short-lived objects, slowed the
+    rest of the pass ~10 % by 1M events (its time per chunk rose through the log)."""
+    return Gap("hook", seq, n, f"{typ} follows the {hook} deny at seq {dseq}: a denied step must not run")
