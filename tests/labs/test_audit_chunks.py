@@ -278,16 +278,31 @@ def test_a_live_log_whose_first_id_ends_in_a_letter_and_1_is_taken_as_rising(
 
 def test_denied_steps_are_made_gaps_at_the_end(tmp_path: Path) -> None:
     """A speed-independent guard on the pass's state: a long log's denied steps that ran (one
-    a pass of the reference request repeated) are kept as tuples until `finish` makes their
+    a pass of the reference request repeated) are kept as five ints until `finish` makes their
     gaps (made as found, their messages slowed the pass through a 1M-event log); the report
     is the oracle's."""
     log = write_long_session(tmp_path, "denied", 3000)
     fold = LogFold(reread=lambda: log.open("rb"))
     with log.open("rb") as f:
         stream.run(fold, f)
-    assert fold.flow.hooks == [] and len(fold.flow.followed) == 99  # the last pass has no next
+    # five ints a step, no object: the last pass has no next one
+    assert fold.flow.hooks == [] and len(fold.flow.followed) == 5 * 99
     _same(log)
     assert sum(g.check == "hook" for g in audit_log(log).gaps) == 99
+
+
+def test_a_deny_s_own_gap_comes_before_the_step_it_did_not_stop(tmp_path: Path) -> None:
+    """A Stop deny without a reason (its own gap, found at the hook) and the transition after
+    it (found later, made at the end): both at the deny's position, listed in the order found,
+    as the oracle lists them."""
+    objs = _long(tmp_path, 400)
+    k = next(i for i, o in enumerate(objs) if o["payload"].get("decision") == "deny")
+    del objs[k]["payload"]["reason"]
+    path = tmp_path / "noreason.events.jsonl"
+    path.write_bytes(b"".join(_chained(objs)))
+    _same(path)
+    first = [g.what for g in audit_log(path).gaps if g.check == "hook"][:2]
+    assert "denies without a reason" in first[0] and "follows the Stop deny" in first[1], first
 
 
 def test_the_report_leaves_redaction_s_clean_strings_alone(tmp_path: Path,
