@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentos_kernel.labs.audit import chunks, stream
@@ -121,6 +121,8 @@ def _anomaly(objs: list[Any], lines: list[bytes], rng: random.Random, kind: str)
 @given(seed=st.integers(0, 2**32), kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=3),
        chunk=st.sampled_from([700, 4096, 20_000, 1 << 16]), last_newline=st.booleans(),
        live=st.booleans())
+@example(seed=39155, kinds=["crlf", "crlf"], chunk=700, last_newline=True, live=False)  # CI: a stray CR
+@example(seed=39155, kinds=["crlf", "crlf"], chunk=700, last_newline=False, live=True)
 def test_long_logs_with_anomalies_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int,
                                         kinds: list[str], chunk: int, last_newline: bool,
                                         live: bool) -> None:
