@@ -307,6 +307,21 @@ def test_a_deny_s_own_gap_comes_before_the_step_it_did_not_stop(tmp_path: Path) 
     assert "denies without a reason" in first[0] and "follows the Stop deny" in first[1], first
 
 
+@pytest.mark.parametrize("seq", [2**63, 2**64 - 1])
+def test_a_denied_step_with_the_largest_seq(tmp_path: Path, seq: int) -> None:
+    """A Stop deny and the transition it did not stop, both numbered up to 2**64 - 1 (the
+    largest integer orjson reads as one, an envelope's seq may be any from 1): kept as five
+    unsigned 64-bit ints, their gap is the oracle's (a signed array overflowed)."""
+    objs = _long(tmp_path, 400)
+    k = next(i for i, o in enumerate(objs) if o["payload"].get("decision") == "deny")
+    t = next(i for i in range(k, len(objs)) if objs[i]["type"] == "agent.transition")
+    objs[k]["seq"], objs[t]["seq"] = seq - 1, seq
+    path = tmp_path / "big.events.jsonl"
+    path.write_bytes(b"".join(_chained(objs)))
+    _same(path)
+    assert any(f"deny at seq {seq - 1}" in g.what and g.seq == seq for g in audit_log(path).gaps)
+
+
 def test_the_report_leaves_redaction_s_clean_strings_alone(tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The report's messages are redacted without being remembered as clean strings (each is

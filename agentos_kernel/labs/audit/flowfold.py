@@ -91,7 +91,7 @@ class FlowFold:
         self.state: str | None = None
         self.entered: int | None = None  # seq of the transition that entered `state`
         self.hooks: list[tuple[int, Gap]] = []  # (position of the hook.fired, gap)
-        self.followed = array("q")  # denied steps that ran, 5 ints each: model.denied_ran
+        self.followed = array("Q")  # denied steps that ran, 5 ints each (to 2**64 - 1): denied_ran
         self.denies: list[tuple[int, str, int, str, tuple[str, ...] | None]] = []
         self.stops: set[str] = set()  # the types a pending deny gates or ends at
         self.schema: list[tuple[int, Gap]] = []
@@ -246,7 +246,7 @@ class FlowFold:
         if ok and self.state not in (None, "DONE"):
             gaps.append(Gap("transition", close[0], close[1], f"the session closed ok but the "  # type: ignore[index]
                             f"agent's last transition is to {self.state}, not DONE"))
-        hooks, self.followed = self.hooks + denied_ran(self.followed, tuple(GATED.items())), array("q")
+        hooks, self.followed = self.hooks + denied_ran(self.followed, tuple(GATED.items())), array("Q")
         gaps += [g for _, g in sorted(hooks, key=lambda x: x[0])]
         for vpos, vseq, vline, sid, where in self.violations:
             self._unrefused(vpos, vseq, vline, sid, where, "the log ends")
