@@ -24,7 +24,7 @@ from agentos_kernel.store.events import Event, canonical, chain_of
 from agentos_kernel.testing import write_long_session
 from agentos_kernel.workspace import reference_dir
 
-from .audit_oracle import old_audit
+from .audit_oracle import log_lines, old_audit
 
 REF = reference_dir() / "sessions" / "example" / ".events.jsonl"
 REF_LINES = REF.read_bytes().splitlines(keepends=True)
@@ -58,8 +58,7 @@ def _same(path: Path) -> None:
         return
     got = audit_log(path)
     assert got.to_dict() == expected.to_dict()
-    lines = path.read_bytes().splitlines(keepends=True)
-    assert audit_lines(iter(lines), str(path)).to_dict() == expected.to_dict()
+    assert audit_lines(iter(log_lines(path)), str(path)).to_dict() == expected.to_dict()
 
 
 def _write(tmp: Path, lines: list[bytes], name: str = "log") -> Path:

@@ -14,18 +14,18 @@ events themselves.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from typing import Any
 
 from ...tools.dispatch import SERVED_ACTOR  # session.start's actor when an MCP client made the calls
 from .ids import FullIds
-from .model import Gap, schema_invalid
+from .model import Gap, denied_ran, schema_invalid
 from .pairs import Exact, Pairs
 
-REQUIRED_TYPES = (
-    "session.start", "hook.fired", "skill.invoke", "agent.transition", "llm.request",
-    "llm.response", "tool.invoke", "tool.result", "worker.report", "skill.complete", "session.close",
-)
+REQUIRED_TYPES = ("session.start", "hook.fired", "skill.invoke", "agent.transition", "llm.request",
+                  "llm.response", "tool.invoke", "tool.result", "worker.report", "skill.complete",
+                  "session.close")
 """The spec's list for one successful session."""
 SKILL_SCOPED = ("skill.invoke", "tool.invoke", "tool.result", "skill.complete")
 """Types a session without a skill cannot have: tools are reachable only in a skill's scope."""
@@ -47,10 +47,10 @@ GATED: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "SkillStart": ("skill.invoke", None),
     "WorkflowStart": ("workflow.started", None),
     "PreToolUse": ("tool.invoke", ("llm.request", "llm.response", "session.close")),
-    "PhaseAdvance": ("workflow.phase_advanced", ("workflow.completed", "workflow.aborted",
-                                                 "session.close")),
+    "PhaseAdvance": ("workflow.phase_advanced", ("workflow.completed", "workflow.aborted", "session.close")),
     "Stop": ("agent.transition", None),  # a deny ends the loop: no pass after it
 }
+_STEP = {hook: i for i, hook in enumerate(GATED)}  # a hook's index in GATED.items(): model.denied_ran
 PRESENT = frozenset((*REQUIRED_TYPES, *L8_REQUIRED))
 _SCHEMA_CODE = "SCHEMA_INVALID"
 UNKNOWN = object()
@@ -91,6 +91,7 @@ class FlowFold:
         self.state: str | None = None
         self.entered: int | None = None  # seq of the transition that entered `state`
         self.hooks: list[tuple[int, Gap]] = []  # (position of the hook.fired, gap)
+        self.followed = array("Q")  # denied steps that ran, 5 ints each (to 2**64 - 1): denied_ran
         self.denies: list[tuple[int, str, int, str, tuple[str, ...] | None]] = []
         self.stops: set[str] = set()  # the types a pending deny gates or ends at
         self.schema: list[tuple[int, Gap]] = []
@@ -188,8 +189,7 @@ class FlowFold:
         for d in self.denies:
             pos, hook, dseq, gated, until = d
             if typ == gated:
-                self.hooks.append((pos, Gap("hook", seq, n, f"{typ} follows the {hook} deny at seq "
-                                                            f"{dseq}: a denied step must not run")))
+                self.followed.extend((pos, seq, n, dseq, _STEP[hook]))
             elif until is None or typ not in until:
                 keep.append(d)
         self.denies = keep
@@ -246,7 +246,8 @@ class FlowFold:
         if ok and self.state not in (None, "DONE"):
             gaps.append(Gap("transition", close[0], close[1], f"the session closed ok but the "  # type: ignore[index]
                             f"agent's last transition is to {self.state}, not DONE"))
-        gaps += [g for _, g in sorted(self.hooks, key=lambda x: x[0])]
+        hooks, self.followed = self.hooks + denied_ran(self.followed, tuple(GATED.items())), array("Q")
+        gaps += [g for _, g in sorted(hooks, key=lambda x: x[0])]
         for vpos, vseq, vline, sid, where in self.violations:
             self._unrefused(vpos, vseq, vline, sid, where, "the log ends")
         gaps += [g for _, g in sorted(self.schema, key=lambda x: x[0])]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ...store.events import LOG_NAME
-from ...store.redaction import redact
+from ...store.redaction import maybe_secret, redact
 from .model import Entry, Gap
 from .reading import read_line
 from .stream import audit_gaps
@@ -103,9 +103,14 @@ def redacted(report: AuditReport) -> AuditReport:
 
 
 def _redacted(path: str, events: int, gaps: list[Gap], notes: list[str]) -> AuditReport:
-    """`redacted` of the report, each gap replaced in place (a long log's report is not held twice)."""
+    """`redacted` of the report, each gap replaced in place (a long log's report is not held
+    twice). A message no secret shape can match (`maybe_secret`, the scan `redact` starts
+    with) is what `redact` returns: it is kept as it is, without remembering it among the
+    clean strings redaction looks up (a long log's messages, each new, would fill and clear
+    that cache, and keep up to 2 M characters of them alive after the report is gone)."""
     for i, g in enumerate(gaps):
-        gaps[i] = Gap(g.check, g.seq, g.line, redact(g.what))
+        if maybe_secret(g.what):
+            gaps[i] = Gap(g.check, g.seq, g.line, redact(g.what))
     return AuditReport(redact(path), events, tuple(gaps), tuple(redact(notes)))
 
 

@@ -45,9 +45,19 @@ def read_entries(name: str, lines: Iterable[bytes]) -> tuple[list[Entry], list[G
     return entries, gaps
 
 
+def log_lines(file: Path) -> list[bytes]:
+    """The lines of `file` as main 1ed2d5a's audit read them, and every reader of a log does
+    (the file iterated in binary mode): split after each `\n` only. Not `bytes.splitlines`,
+    which also breaks at a bare `\r`: docs/log-format.md says a line is `\n`-terminated and
+    JSON takes `\r` for whitespace, so `{...}\r\r\n` is one line (one event), not two, and the
+    lines after it keep their numbers."""
+    with file.open("rb") as f:
+        return list(f)
+
+
 def old_audit(file: Path) -> AuditReport:
     """audit_log as it was, for one log file."""
-    entries, gaps = read_entries(str(file), file.read_bytes().splitlines(keepends=True))
+    entries, gaps = read_entries(str(file), log_lines(file))
     notes: list[str] = []
     gaps += checks.run_all(entries, notes)
     return redacted(AuditReport(str(file), len(entries), tuple(gaps), tuple(notes)))
