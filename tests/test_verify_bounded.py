@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentos_kernel.store import integrity
+from agentos_kernel.store import integrity, integrity_seen
 from agentos_kernel.store.events import canonical
 from agentos_kernel.store.integrity import verify_lines, verify_log
 from agentos_kernel.testing import write_long_session
@@ -174,3 +174,18 @@ def test_verify_memory_does_not_grow_with_a_log_of_rising_ids(tmp_path: Path) ->
     verify_log(short)
     assert verify_log(long).ok
     assert _peak(lambda: verify_log(long)) - _peak(lambda: verify_log(short)) < 20_000
+
+
+def test_the_writers_ids_of_a_thousand_seqs_are_made_once(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Scan.run starts again after each line the general way takes (the first of each actor and
+    # type: a dozen restarts in the first thousand); each restart reuses the thousand ids made
+    # for the first (integrity_seen.thousand), made again per restart before (issue 24: most of
+    # verifying a short log). 2,100 events: the thousands from 0, 1000 and 2000, once each.
+    made: list[int] = []
+    real = integrity_seen.thousand_ids
+    monkeypatch.setattr(integrity_seen, "thousand_ids", lambda p, w, s: made.append(s) or real(p, w, s))
+    getattr(integrity_seen.thousand, "cache_clear", lambda: None)()
+    report = verify_log(write_long_session(tmp_path, "a", 2100))
+    assert report.ok and report.events == 2100
+    assert made == [0, 1000, 2000]

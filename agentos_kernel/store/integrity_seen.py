@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import chain
+from functools import lru_cache
+from itertools import chain, islice
 
 import orjson
 
@@ -142,11 +143,21 @@ def writer_ids(form: tuple[str, str], seq: int) -> Iterator[str]:
     return chain.from_iterable(_thousands(pct, int(form[1][1:-1]), seq))
 
 
-def _thousands(pct: str, width: int, seq: int) -> Iterator[list[str]]:
+def _thousands(pct: str, width: int, seq: int) -> Iterator[Iterable[str]]:
+    yield islice(thousand(pct, width, seq - seq % 1000), seq % 1000, None)
     while True:
-        hi, low, end = thousand_ids(pct, width, seq)
-        yield [hi + x for x in low[seq % 1000:]]  # a comprehension: faster than map(hi.__add__)
-        seq = end
+        seq = seq - seq % 1000 + 1000
+        yield thousand(pct, width, seq)
+
+
+@lru_cache(maxsize=1)
+def thousand(pct: str, width: int, start: int) -> list[str]:
+    """The writer's ids of the thousand seqs from `start` (a multiple of 1000; the one of seq
+    0 unused), made once: `Scan.run` starts again after each line the general way takes
+    (the first of each actor and type, a few dozen on any log), and making a thousand ids
+    each time was most of verifying a short log (≈ 0.9 ms of 1.2 ms at 100 events)."""
+    hi, low, _ = thousand_ids(pct, width, start)
+    return [hi + x for x in low]  # a comprehension: faster than map(hi.__add__)
 
 
 def missing(n: int, want: int, found: int) -> str:

@@ -30,6 +30,7 @@ from .fold import (
     tool_item,
     violation_item,
 )
+from .summary_steps import cost_step, field_step, tally_step, transition_step
 
 if TYPE_CHECKING:
     from ..events import Event, TornTail
@@ -42,6 +43,9 @@ _NOT_A_STRING = "(not a string)"
 _LISTED = {"hook.fired": "hook_decisions", "tool.invoke": "tools_invoked"}
 _COUNTED = frozenset(t.decode() for t in _COUNTED_ONLY)
 """Types the fold only counts (fold._COUNTED_ONLY, as str)."""
+FAST_STEPS = True
+"""`for_type` and `take` use summary_steps' steps (off: the fold's own, which the tests compare
+them with)."""
 _AFTER = frozenset({"schema.violation", "domain.error", "worker.report", "workflow.started",
                     "workflow.phase_advanced"})
 """Types whose fold grows something a summary bounds or counts afterwards."""
@@ -125,6 +129,14 @@ class _BoundedFold(_Fold):
             "hook.fired": self._hook, "tool.invoke": self._tool,
             "llm.response": partial(self._own_step, _Fold.response),
             "agent.transition": partial(self._own_step, _Fold.transition)}
+        self._fields: dict[str, Callable[[dict[str, Any]], None]] = {}  # for_type's, else `_other`
+        if FAST_STEPS:  # the same steps, one call each, the cost summed in units (summary_steps)
+            tallies, d = self.tallies, self.d
+            self._own = {"hook.fired": tally_step(tallies["hook_decisions"], d["hook_decisions"], "decision"),
+                         "tool.invoke": tally_step(tallies["tools_invoked"], d["tools_invoked"], "name"),
+                         "llm.response": cost_step(self.d, self._own["llm.response"]),
+                         "agent.transition": transition_step(self, WRONG_TYPES)}
+            self._fields = {t: field_step(self, t) for t in ("skill.invoke", "worker.report")}
 
     def fold(self, eid: str, session_id: str, t: str, actor: str, payload: Any) -> None:
         key = _LISTED.get(t)
@@ -181,7 +193,7 @@ class _BoundedFold(_Fold):
         """What a verify pass's fast loop calls for an event of type `t` (integrity.Folding):
         `take`'s work for that type alone, or None for a type only counted (`end` gives the
         count of all the events and the last one)."""
-        return None if t in _COUNTED else self._own.get(t, self._other)
+        return None if t in _COUNTED else self._own.get(t) or self._fields.get(t, self._other)
 
     def end(self, events: int, last: dict[str, Any] | None) -> None:
         """The verify pass read `events` events, `last` the last of them (integrity.Folding)."""
