@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentos_kernel.store.events import LogError, TornTail
+from agentos_kernel.store.replay import logview
 from agentos_kernel.store.replay.index import ReplayIndex
 from agentos_kernel.store.replay.logview import ROWS_BATCH, LogEvents
 from agentos_kernel.testing import write_long_session
@@ -155,3 +156,52 @@ def test_lines_split_and_joined_at_random_read_as_each_line_alone(
     data = b"\n".join(lines) + b"\n"
     path.write_bytes(data)
     assert _log_events(path) == _per_line(data)
+
+
+# -- the opening scan: each byte read once, lines across reads of any size ------------------
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_scan_across_reads_of_any_size_indexes_what_the_old_one_did(
+        tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads of 1 byte to a few kB (each line then spans reads, and most are longer than a
+    read: the read grows until it holds one), on the mangled logs: the same length, torn
+    tail, line numbers, events and spans as the whole-bytes LogEvents."""
+    path = _generated(tmp_path, seed)
+    monkeypatch.setattr(logview, "_CHUNK", random.Random(seed).choice([1, 2, 7, 64, 300, 1000, 4096]))
+    torn: list[TornTail] = []
+    new = LogEvents(path, on_torn=torn.append)
+    monkeypatch.undo()
+    old_torn: list[TornTail] = []
+    old = OldLogEvents(path, on_torn=old_torn.append)
+    assert (len(new), torn) == (len(old), old_torn)
+    for i in range(len(old)):
+        assert new.where(i) == old.where(i)
+        try:
+            assert new[i] == old[i]
+        except LogError as exc:
+            with pytest.raises(LogError, match=str(exc).split(":")[1]):
+                old[i]
+    assert new.span()[0] == bytes(old.span()[0])
+
+
+def test_the_scan_reads_each_byte_of_the_log_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening reads the file's bytes once, each read starting at the first line not yet
+    indexed (a read's unfinished last line is read again by the next; was: a read, that line
+    joined to the next read and each read's complete lines copied out: three copies of the
+    log), plus the byte that says whether the last line is ended."""
+    path = write_long_session(tmp_path, "s", 2000)
+    read: list[int] = []
+    real = os.pread
+
+    def counted(fd: int, n: int, at: int) -> bytes:
+        got = real(fd, n, at)
+        read.append(len(got))
+        return got
+
+    monkeypatch.setattr(os, "pread", counted)
+    events = LogEvents(path)
+    monkeypatch.undo()
+    longest = max(map(len, path.read_bytes().splitlines()))
+    assert len(events) == 2000
+    assert path.stat().st_size < sum(read) <= path.stat().st_size + 1 + len(read) * longest

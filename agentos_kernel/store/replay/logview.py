@@ -55,23 +55,26 @@ class LogEvents(Sequence[Event]):
         starts, lines = array("Q"), array("Q")
         count = blanks = offset = 0  # events and blank lines so far: a line's number is their sum
         last_at = last_end = last_line = 0  # the last event line's start, end and number
-        rest = b""
-        with self.path.open("rb") as f:
+        size, fd = _CHUNK, os.open(self.path, os.O_RDONLY)
+        try:
             while True:
-                chunk = f.read(_CHUNK)
-                buf = rest + chunk if rest else chunk
-                base = offset - len(rest)
-                cut = buf.rfind(b"\n") + 1 if chunk else len(buf)  # complete lines (all at the end)
-                body, rest = buf[:cut], buf[cut:]
-                offset += len(chunk)
-                pos, last, find = 0, -1, body.find
+                # Each read starts at the first line not yet indexed (no unfinished line
+                # carried over and joined to the next read: one copy of each byte, not three).
+                buf = os.pread(fd, size, offset)
+                if not buf:
+                    break
+                cut = buf.rfind(b"\n") + 1 if len(buf) == size else len(buf)  # all at the end
+                if not cut:  # a line longer than a read: read more of it
+                    size *= 2
+                    continue
+                pos, last, find = 0, -1, buf.find
                 # A loop a line, as lean as it goes (it is a tenth of opening a widget): canonical
                 # lines start with "{"; only anything else can be blank (as _is_event, inlined).
                 while pos < cut:
-                    end = find(b"\n", pos) + 1 or cut
-                    if body[pos] == 0x7B or body[pos:end].strip():
+                    end = find(b"\n", pos, cut) + 1 or cut
+                    if buf[pos] == 0x7B or buf[pos:end].strip():
                         if not count & _MASK:
-                            starts.append(base + pos)
+                            starts.append(offset + pos)
                             lines.append(count + blanks + 1)
                         count += 1
                         last = pos
@@ -79,10 +82,11 @@ class LogEvents(Sequence[Event]):
                         blanks += 1
                     pos = end
                 if last >= 0:
-                    last_at, last_end = base + last, base + (find(b"\n", last) + 1 or cut)
-                    last_line = count + blanks - body.count(b"\n", last, cut) + (body[cut - 1] == 0x0A)
-                if not chunk:
-                    break
+                    last_at, last_end = offset + last, offset + (find(b"\n", last, cut) + 1 or cut)
+                    last_line = count + blanks - buf.count(b"\n", last, cut) + (buf[cut - 1] == 0x0A)
+                offset, size = offset + cut, _CHUNK
+        finally:
+            os.close(fd)
         self._starts, self._lines, self._len, self._end = starts, lines, count, offset
         self._cache: dict[int, _Block] = {}
         if count and not self._ended_by_newline() and not self._parses(count - 1):
