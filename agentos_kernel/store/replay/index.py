@@ -9,10 +9,9 @@ at its last answer when that is nearer, and folding at most `every - 1` events. 
 no list item: the snapshot's lists are read back from the log (`LogItems`, by the positions
 of the events they come from), whole for `snapshot(k)`, on demand for `view(k)` (what the
 widgets show: a table's first items and what the last event appended). The same pass
-records each event's type and layer as one byte and where each hook fired, so a stepper
-finds an event's layer counts and gating hook decisions without a scan; a million events
-cost a few MB. `folded` and `built` count the work done after the pass (the regression
-guard's hook).
+records each event's type and layer as one byte and where each hook fired (a stepper finds
+an event's layer counts and gating hook decisions without a scan; 1M events: a few MB).
+`folded` and `built` count the work done after the pass (the regression guard's hook).
 """
 
 from __future__ import annotations
@@ -92,23 +91,20 @@ class ReplayIndex:
     def _build(self) -> None:
         fold, every = _Fold(), self.every
         d, codes = fold.d, self._codes
-        # type -> (code, whether the pass only counts it, the list it feeds): a type whose
-        # item is read back from the log (hook.fired, tool.invoke, domain.error) or that the
-        # fold only counts is counted here; a type whose layer or code depends on the event
-        # (domain.error, worker.report) is looked up each time.
+        # type -> (code, whether the pass only counts it, the list it feeds): counted, a type whose
+        # item is read back from the log or that the fold only counts; looked up each time, a
+        # type whose layer or code depends on the event (domain.error, worker.report).
         info: dict[str, tuple[int, bool, str | None]] = {}
         positions, by_hook = self._positions, self._by_hook
         counts: list[int] = []
         self._marks.append(self._mark(fold, (0,) * len(LISTS)))
         self._layer_marks.append(array("I"))
         log = self.events if isinstance(self.events, LogEvents) else None  # lines to check
-        keys, e = _EVENT_KEYS, None
-        no_sid = True  # no session id folded yet
-        nxt = every  # the number of events folded at the next mark
+        # no session id folded yet; the number of events folded at the next mark
+        keys, e, no_sid, nxt = _EVENT_KEYS, None, True, every
         for a, values in self._values():
             for i, e in enumerate(values, a):
-                # LogEvents.rows' check, inlined (a tuple made and unpacked per event was a
-                # tenth of the pass): a line that is no event raises the error naming its field
+                # LogEvents.rows' check, inlined (a row tuple per event was a tenth of the pass)
                 if log is not None and (type(e) is not dict or e.keys() not in keys
                                         or type(e["type"]) is not str or type(e["actor"]) is not str):
                     Event.from_dict(e, where=log.where(i))
@@ -147,10 +143,9 @@ class ReplayIndex:
     def _values(self) -> Iterator[tuple[int, Iterable[Any]]]:
         """Batches of (a, the events a.. as dicts): a LogEvents' lines as parsed (checked in
         the pass), any other sequence's Events as the fields the pass reads."""
-        if isinstance(self.events, LogEvents):
-            return self.events.batches()
-        return iter([(0, [{"id": ev.id, "session_id": ev.session_id, "type": ev.type, "actor": ev.actor,
-                           "payload": ev.payload} for ev in self.events])])
+        return self.events.batches() if isinstance(self.events, LogEvents) else iter([(0, [
+            {"id": ev.id, "session_id": ev.session_id, "type": ev.type, "actor": ev.actor,
+             "payload": ev.payload} for ev in self.events])])
 
     def _tally(self, counts: list[int], lo: int, hi: int) -> array[int]:
         """`counts` (events per code so far) with codes lo..hi-1 added, as an array."""
@@ -210,8 +205,7 @@ class ReplayIndex:
 
     def item(self, name: str, j: int) -> dict[str, Any]:
         """Item j of the snapshot list `name` (tools_invoked, ...), made from its event."""
-        payload = rows_of(self.events, self._positions[name][j], self._positions[name][j] + 1)
-        p = next(payload)[4]
+        p = next(rows_of(self.events, self._positions[name][j], self._positions[name][j] + 1))[4]
         return _ITEM[name](p if isinstance(p, dict) else {})
 
     def _state(self, k: int) -> dict[str, Any]:
