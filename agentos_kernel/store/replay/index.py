@@ -9,10 +9,9 @@ at its last answer when that is nearer, and folding at most `every - 1` events. 
 no list item: the snapshot's lists are read back from the log (`LogItems`, by the positions
 of the events they come from), whole for `snapshot(k)`, on demand for `view(k)` (what the
 widgets show: a table's first items and what the last event appended). The same pass
-records each event's type and layer as one byte and where each hook fired, so a stepper
-finds an event's layer counts and gating hook decisions without a scan; a million events
-cost a few MB. `folded` and `built` count the work done after the pass (the regression
-guard's hook).
+records each event's type and layer as one byte and where each hook fired (a stepper finds
+an event's layer counts and gating hook decisions without a scan; 1M events: a few MB).
+`folded` and `built` count the work done after the pass (the regression guard's hook).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import gc
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from copy import deepcopy
 from typing import Any
 
@@ -29,7 +28,7 @@ from ..events import Event
 from ..recorder import layer_for
 from .fold import FOLDED_TYPES, Snapshot, _Fold, error_item, hook_item, tool_item, violation_item
 from .logitems import LogItems
-from .logview import rows_of
+from .logview import _EVENT_KEYS, LogEvents, rows_of
 from .snapshot import LISTS, Cost
 
 CHECKPOINT_EVERY = 256
@@ -92,45 +91,61 @@ class ReplayIndex:
     def _build(self) -> None:
         fold, every = _Fold(), self.every
         d, codes = fold.d, self._codes
-        # type -> (code, whether the pass only counts it, the list it feeds): a type whose
-        # item is read back from the log (hook.fired, tool.invoke, domain.error) or that the
-        # fold only counts is counted here; a type whose layer or code depends on the event
-        # (domain.error, worker.report) is looked up each time.
+        # type -> (code, whether the pass only counts it, the list it feeds): counted, a type whose
+        # item is read back from the log or that the fold only counts; looked up each time, a
+        # type whose layer or code depends on the event (domain.error, worker.report).
         info: dict[str, tuple[int, bool, str | None]] = {}
         positions, by_hook = self._positions, self._by_hook
         counts: list[int] = []
         self._marks.append(self._mark(fold, (0,) * len(LISTS)))
         self._layer_marks.append(array("I"))
-        at = 0  # the position of the last mark
-        for i, (eid, sid, t, actor, payload) in enumerate(rows_of(self.events)):
-            got = info.get(t)
-            if got is None:
-                repeat = t == "worker.report" and eid in fold.reports
-                got = (self._code_of(t, layer_for(t, payload), repeat), _counted(t),
-                       _SOURCE.get(t))
-                if t not in ("domain.error", "worker.report"):
-                    info[t] = got
-                codes = self._codes
-            c, counted, name = got
-            if counted:  # what fold.fold does with it, its list item left to the log
-                d["events"] += 1
-                d["last_event_id"] = eid
-                if not d["session_id"]:
-                    d["session_id"] = sid
-            else:
-                fold.fold(eid, sid, t, actor, payload)
-            codes.append(c)
-            if name is not None:
-                positions[name].append(i)
-                if t == "hook.fired" and isinstance(payload, dict):
-                    by_hook.setdefault(str(payload.get("hook")), array("I")).append(i)
-            if i + 1 - at == every:
-                at = i + 1
-                self._marks.append(self._mark(fold, tuple(len(positions[n]) for n in LISTS)))
-                self._layer_marks.append(self._tally(counts, at - every, at))
-                for key in LISTS:  # the items are read back from the log: none kept
-                    d[key].clear()
+        log = self.events if isinstance(self.events, LogEvents) else None  # lines to check
+        # no session id folded yet; the number of events folded at the next mark
+        keys, e, no_sid, nxt = _EVENT_KEYS, None, True, every
+        for a, values in self._values():
+            for i, e in enumerate(values, a):
+                # LogEvents.rows' check, inlined (a row tuple per event was a tenth of the pass)
+                if log is not None and (type(e) is not dict or e.keys() not in keys
+                                        or type(e["type"]) is not str or type(e["actor"]) is not str):
+                    Event.from_dict(e, where=log.where(i))
+                t = e["type"]
+                got = info.get(t)
+                if got is None:
+                    repeat = t == "worker.report" and e["id"] in fold.reports
+                    got = (self._code_of(t, layer_for(t, e["payload"]), repeat), _counted(t),
+                           _SOURCE.get(t))
+                    if t not in ("domain.error", "worker.report"):
+                        info[t] = got
+                    codes = self._codes
+                c, counted, name = got
+                if not counted:
+                    fold.fold(e["id"], e["session_id"], t, e["actor"], e["payload"])
+                    no_sid = not d["session_id"]
+                elif no_sid and not d["session_id"]:  # what fold.fold does with it, items left
+                    d["session_id"] = e["session_id"]  # to the log; `events` and the last id
+                    no_sid = not d["session_id"]  # are set at each mark (below)
+                codes.append(c)
+                if name is not None:
+                    positions[name].append(i)
+                    if t == "hook.fired" and isinstance(e["payload"], dict):
+                        by_hook.setdefault(str(e["payload"].get("hook")), array("I")).append(i)
+                if i + 1 == nxt:
+                    d["events"], d["last_event_id"] = nxt, e["id"]  # each event counts one
+                    self._marks.append(self._mark(fold, tuple(len(positions[n]) for n in LISTS)))
+                    self._layer_marks.append(self._tally(counts, nxt - every, nxt))
+                    for key in LISTS:  # the items are read back from the log: none kept
+                        d[key].clear()
+                    nxt += every
+        if e is not None:
+            d["events"], d["last_event_id"] = len(self._codes), e["id"]
         self._end = self._mark(fold, tuple(len(positions[n]) for n in LISTS))
+
+    def _values(self) -> Iterator[tuple[int, Iterable[Any]]]:
+        """Batches of (a, the events a.. as dicts): a LogEvents' lines as parsed (checked in
+        the pass), any other sequence's Events as the fields the pass reads."""
+        return self.events.batches() if isinstance(self.events, LogEvents) else iter([(0, [
+            {"id": ev.id, "session_id": ev.session_id, "type": ev.type, "actor": ev.actor,
+             "payload": ev.payload} for ev in self.events])])
 
     def _tally(self, counts: list[int], lo: int, hi: int) -> array[int]:
         """`counts` (events per code so far) with codes lo..hi-1 added, as an array."""
@@ -190,8 +205,7 @@ class ReplayIndex:
 
     def item(self, name: str, j: int) -> dict[str, Any]:
         """Item j of the snapshot list `name` (tools_invoked, ...), made from its event."""
-        payload = rows_of(self.events, self._positions[name][j], self._positions[name][j] + 1)
-        p = next(payload)[4]
+        p = next(rows_of(self.events, self._positions[name][j], self._positions[name][j] + 1))[4]
         return _ITEM[name](p if isinstance(p, dict) else {})
 
     def _state(self, k: int) -> dict[str, Any]:

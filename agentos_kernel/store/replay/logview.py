@@ -53,31 +53,40 @@ class LogEvents(Sequence[Event]):
     def __init__(self, path: Path | str, on_torn: Callable[[TornTail], None] | None = None) -> None:
         self.path = Path(path)
         starts, lines = array("Q"), array("Q")
-        count = lineno = offset = 0
+        count = blanks = offset = 0  # events and blank lines so far: a line's number is their sum
         last_at = last_end = last_line = 0  # the last event line's start, end and number
-        rest = b""
-        with self.path.open("rb") as f:
+        size, fd = _CHUNK, os.open(self.path, os.O_RDONLY)
+        try:
             while True:
-                chunk = f.read(_CHUNK)
-                buf = rest + chunk if rest else chunk
-                base = offset - len(rest)
-                cut = buf.rfind(b"\n") + 1 if chunk else len(buf)  # complete lines (all at the end)
-                body, rest = buf[:cut], buf[cut:]
-                offset += len(chunk)
-                pos, find = 0, body.find
-                while pos < cut:  # (lines of canonical logs are long: a loop a line is cheap)
-                    nl = find(b"\n", pos)
-                    end = cut if nl < 0 else nl + 1
-                    lineno += 1
-                    if body[pos] == 0x7B or body[pos:end].strip():  # as _is_event, inlined
-                        if not count & _MASK:
-                            starts.append(base + pos)
-                            lines.append(lineno)
-                        count += 1
-                        last_at, last_end, last_line = pos + base, end + base, lineno
-                    pos = end
-                if not chunk:
+                # Each read starts at the first line not yet indexed (no unfinished line
+                # carried over and joined to the next read: one copy of each byte, not three).
+                buf = os.pread(fd, size, offset)
+                if not buf:
                     break
+                cut = buf.rfind(b"\n") + 1 if len(buf) == size else len(buf)  # all at the end
+                if not cut:  # a line longer than a read: read more of it
+                    size *= 2
+                    continue
+                pos, last, find = 0, -1, buf.find
+                # A loop a line, as lean as it goes (it is a tenth of opening a widget): canonical
+                # lines start with "{"; only anything else can be blank (as _is_event, inlined).
+                while pos < cut:
+                    end = find(b"\n", pos, cut) + 1 or cut
+                    if buf[pos] == 0x7B or buf[pos:end].strip():
+                        if not count & _MASK:
+                            starts.append(offset + pos)
+                            lines.append(count + blanks + 1)
+                        count += 1
+                        last = pos
+                    else:
+                        blanks += 1
+                    pos = end
+                if last >= 0:
+                    last_at, last_end = offset + last, offset + (find(b"\n", last, cut) + 1 or cut)
+                    last_line = count + blanks - buf.count(b"\n", last, cut) + (buf[cut - 1] == 0x0A)
+                offset, size = offset + cut, _CHUNK
+        finally:
+            os.close(fd)
         self._starts, self._lines, self._len, self._end = starts, lines, count, offset
         self._cache: dict[int, _Block] = {}
         if count and not self._ended_by_newline() and not self._parses(count - 1):
@@ -177,28 +186,43 @@ class LogEvents(Sequence[Event]):
         for _, values in self._batches(lo, len(self) if hi is None else hi, batch):
             yield from values
 
+    def batches(self, lo: int = 0, hi: int | None = None,
+                batch: int = ROWS_BATCH) -> Iterator[tuple[int, Iterable[Any]]]:
+        """(a, the JSON values of lines a..) for each batch of `batch` lines of lo..hi-1, each
+        line parsed on its own, none checked as an event (`rows` checks them): what a pass
+        over the whole log folds, without a tuple made and unpacked for each event."""
+        return self._batches(lo, len(self) if hi is None else hi, batch)
+
     def _batches(self, lo: int, hi: int, batch: int) -> Iterator[tuple[int, Iterable[Any]]]:
         """(a, the values of lines a..) for each batch of lines lo..hi-1."""
-        for a in range(lo, hi, batch):
-            b = min(a + batch, hi)
-            if not a % STRIDE and (not b % STRIDE or b == len(self)):  # whole blocks: no parse
-                start = self._starts[a // STRIDE]
-                end = self._starts[b // STRIDE] if b < len(self) else self._end
-                chunk = self._pread(start, end - start)
-            else:
-                chunk = self.span(a, b)[0]
-            # Each line parsed on its own: lines joined with commas into one array parse as
-            # many values as lines also when one line opens a string or a bracket that the
-            # next closes and that one holds two events (neither line JSON alone).
-            lines = chunk.rstrip().split(b"\n")  # blank lines after the last: whitespace
-            try:
-                values = list(map(orjson.loads, lines)) if len(lines) == b - a else None
-            except orjson.JSONDecodeError:
-                values = None  # a line that is not JSON (or a blank one inside the batch)
-            if values is not None:
-                yield a, values
-            else:  # line by line, lazily: the first bad line raises as a reader meets it
-                yield a, (self.record(i) for i in range(a, b))
+        fd = os.open(self.path, os.O_RDONLY)  # one descriptor for the whole pass
+        try:
+            for a in range(lo, hi, batch):
+                b = min(a + batch, hi)
+                if not a % STRIDE and (not b % STRIDE or b == len(self)):  # whole blocks: no parse
+                    start = self._starts[a // STRIDE]
+                    end = self._starts[b // STRIDE] if b < len(self) else self._end
+                    chunk = os.pread(fd, end - start, start)
+                else:
+                    chunk = self.span(a, b)[0]
+                # Each line parsed on its own: lines joined with commas into one array parse as
+                # many values as lines also when one line opens a string or a bracket that the
+                # next closes and that one holds two events (neither line JSON alone).
+                lines = chunk.split(b"\n")
+                if lines[-1] == b"":  # the newline that ends the last line (no copy stripped)
+                    lines.pop()
+                if len(lines) != b - a:  # blank lines after the last (whitespace) or inside
+                    lines = chunk.rstrip().split(b"\n")
+                try:
+                    values = list(map(orjson.loads, lines)) if len(lines) == b - a else None
+                except orjson.JSONDecodeError:
+                    values = None  # a line that is not JSON (or a blank one inside the batch)
+                if values is not None:
+                    yield a, values
+                else:  # line by line, lazily: the first bad line raises as a reader meets it
+                    yield a, (self.record(i) for i in range(a, b))
+        finally:
+            os.close(fd)
 
     @overload
     def __getitem__(self, i: int) -> Event: ...
