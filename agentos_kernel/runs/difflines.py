@@ -1,0 +1,120 @@
+"""The lockstep prefix of a log diff (`runs/diff.py`) walked over two logs' stored line bytes.
+
+While two logs read from files agree, each pair of lines is decided by its bytes where that is
+provably the exact answer, and only A's line is parsed (it is checked as `rows_of` checks it):
+
+- B's line is A's line byte for byte, and no view changes under the rename (no rename, or A's
+  id absent from A's bytes and no `\\u` escape in them that could spell it);
+- B's line is A's line with `"session_id":"<A's id>"` read as `"session_id":"<B's id>"`, A's
+  id occurs once in A's bytes (inside that pattern) and A's line has no `\\u` escape.
+
+Why the second is exact: in a line that parses, the `"` after `:` opens a string (a closing
+one would be followed by an id character, which JSON never allows), so the one occurrence is
+a whole string value equal to A's id (ids are `[A-Za-z0-9._-]`: no escape spells or splits
+them). B's line is then A's JSON with that one value, and nothing else, read as B's id: the
+same shape (an event, as A's is), and a view equal to A's with A's id read as B's wherever
+it is a whole word (`rename_session`) — every other string lacks A's id, as no `\\u` escape
+hides one. So B's line needs no parse of its own; an `llm.response` line is parsed anyway,
+for the usage fold. Any other pair is decided as before (parsed, `exact`), and a batch with a
+blank line inside goes through `rows_of` whole, which also names a bad line as it did.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ..store.events import OPTIONAL_FIELDS, REQUIRED_FIELDS
+from ..store.replay.logview import STRIDE, LogEvents, Row, rows_of
+
+SPAN = 16 * STRIDE
+"""Lines read from each log at once (about 0.6 MB of a reference log's bytes)."""
+_KEYS = ({*REQUIRED_FIELDS}, {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
+_ID = re.compile(r"[A-Za-z0-9._-]+")
+ByteRule = Callable[[bytes, bytes], bool]
+
+
+def byte_rule(rename: tuple[str, str] | None) -> ByteRule:
+    """When A's line `xa` and B's line `xb` have equal views by their bytes alone (module
+    docstring); False means "parse and compare", never "they differ"."""
+    if not rename or rename[0] == rename[1]:
+        return bytes.__eq__
+    old, new = rename
+    if not (_ID.fullmatch(old) and _ID.fullmatch(new)):
+        return lambda xa, xb: False
+    needle = old.encode()
+    sa, sb = b'"session_id":"%s"' % needle, b'"session_id":"%s"' % new.encode()
+
+    def same(xa: bytes, xb: bytes) -> bool:
+        if xa == xb:
+            return needle not in xa and b"\\u" not in xa
+        # (one occurrence: any other would overlap the one in `sa`, which ids cannot)
+        return xb == xa.replace(sa, sb) and xa.count(needle) == 1 and b"\\u" not in xa
+
+    return same
+
+
+def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
+             exact: Callable[[Row, Row], bool], fold: Callable[[int, Row], None]) -> int:
+    """How many leading event pairs of `a` and `b` have equal views (`exact`'s answer), each
+    of their rows passed to `fold` (0: A's, 1: B's); it stops before the first pair that
+    differs (its rows not folded) or where the shorter log ends. A bad line raises the
+    LogError `rows_of` raises for it."""
+    rule, m, n = byte_rule(rename), min(len(a), len(b)), 0
+    loads = orjson.loads
+    for lo in range(0, m, SPAN):
+        hi = min(lo + SPAN, m)
+        la, lb = _lines(a, lo, hi), _lines(b, lo, hi)
+        if la is None or lb is None:  # a blank line inside: as LogEvents reads it
+            for x, y in zip(rows_of(a, lo, hi), rows_of(b, lo, hi), strict=True):
+                if not exact(x, y):
+                    return n
+                fold(0, x)
+                fold(1, y)
+                n += 1
+            continue
+        for xa, xb in zip(la, lb, strict=True):
+            try:  # (as `_row`, inlined: this loop runs once a line)
+                d = loads(xa)
+            except orjson.JSONDecodeError:
+                d = None
+            if type(d) is dict and d.keys() in _KEYS and type(d["type"]) is str \
+                    and type(d["actor"]) is str:
+                x = d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
+            else:
+                x = next(rows_of(a, n, n + 1))  # raises the LogError naming the line
+            if rule(xa, xb):
+                if x[2] == "llm.response":
+                    fold(0, x)
+                    fold(1, _row(loads, xb) or next(rows_of(b, n, n + 1)))
+            else:
+                y = _row(loads, xb) or next(rows_of(b, n, n + 1))
+                if not exact(x, y):
+                    return n
+                fold(0, x)
+                fold(1, y)
+            n += 1
+    return n
+
+
+def _lines(events: LogEvents, lo: int, hi: int) -> list[bytes] | None:
+    """Lines lo..hi-1 as stored (newlines cut), or None when blank lines lie between them."""
+    lines = events.span(lo, hi)[0].split(b"\n")
+    if not lines[-1]:  # (the last line's newline; the log's last line may have none)
+        lines.pop()
+    return lines if len(lines) == hi - lo else None
+
+
+def _row(loads: Callable[[bytes], Any], line: bytes) -> Row | None:
+    """The row of a line that is an event as `rows_of` checks it, else None."""
+    try:
+        d = loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if type(d) is not dict or d.keys() not in _KEYS or type(d["type"]) is not str \
+            or type(d["actor"]) is not str:
+        return None
+    return d["id"], d["session_id"], d["type"], d["actor"], d["payload"]

@@ -1,0 +1,132 @@
+"""The log diff's lockstep walk over stored line bytes (runs/difflines.py) against the engine
+that parses every line (tests/diff_oracle), on pairs shaped as a copy, a rerun (the session
+id changed on every line) and a fork, with the bytes that would fool a byte comparison:
+A's id inside a payload, spelled with a `\\u` escape, as a key, a volatile field changed, blank
+lines, lines that are not canonical, and a bad line."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from agentos_kernel.runs import difflines, difftext
+from agentos_kernel.testing import write_long_session
+
+from .diff_oracle import difftext as old_text
+from .test_diff_stream import _head, _outcome, _rows
+
+A, B = "s0001", "s0002"
+"""Session ids as `agentos run` names them (short ids like `sa` occur inside words: `usage`)."""
+EDITS = ("id-in-payload", "id-both", "escaped-id", "id-as-key", "ms", "blank", "spaces", "bad",
+         "payload", "fork", "end", "id-in-actor")
+
+
+def _edit(lines: list[bytes], rnd: random.Random, how: str, sid: str) -> list[bytes]:
+    out = list(lines)
+    i = rnd.randrange(len(out))
+    line = out[i]
+    if how == "id-in-payload":  # A's id as a whole value: renamed, so a byte-equal pair differs
+        out[i] = line.replace(b'"payload":{', b'"payload":{"about":"%s",' % sid.encode(), 1)
+    elif how == "escaped-id":  # A's id spelled with an escape: no bytes of it to find
+        out[i] = line.replace(b'"payload":{', b'"payload":{"about":"\\u00730001",', 1)
+    elif how == "id-as-key":  # keys are not renamed
+        out[i] = line.replace(b'"payload":{', b'"payload":{"%s":1,' % sid.encode(), 1)
+    elif how == "id-in-actor":
+        out[i] = line.replace(b'"actor":"', b'"actor":"%s:' % sid.encode(), 1)
+    elif how == "ms":  # a volatile field: no divergence
+        hooks = [k for k, x in enumerate(out) if b'"type":"hook.fired"' in x]
+        if hooks:
+            k = rnd.choice(hooks)
+            out[k] = out[k].replace(b'"ms":0.0', b'"ms":12.5', 1)
+    elif how == "blank":
+        out.insert(i, b"\n")
+    elif how == "spaces":  # the same event, not canonical
+        out[i] = orjson.dumps(orjson.loads(line)).replace(b'","', b'", "') + b"\n"
+    elif how == "bad":
+        out.insert(i, rnd.choice([b"{not json\n", b'{"id": "x", "no": "envelope"}\n', b"[1]\n"]))
+    elif how == "payload":
+        out[i] = line.replace(b'"payload":{', b'"payload":{"x":%s,' % rnd.choice([b"1", b"1.0", b"true"]), 1)
+    elif how == "fork":
+        out.insert(i, line.replace(b'"type":"', b'"type":"session.forked', 1))
+    elif how == "end":
+        del out[max(i, 1):]
+    return out
+
+
+def _pair(tmp: Path, seed: int) -> tuple[Path, Path]:
+    rnd = random.Random(seed)
+    n = rnd.choice([2, 5, 64, 300, 1023, 1024, 1025, rnd.randint(2, 2500)])
+    a = write_long_session(tmp / "src", A, n).read_bytes().splitlines(keepends=True)
+    shape = rnd.choice(["copy", "renamed", "renamed", "rechained"])
+    if shape == "copy":  # byte for byte: the same session id, no rename
+        b = list(a)
+    elif shape == "renamed":  # the session id changed on every line (bench_widgets' copy)
+        b = [x.replace(b'"session_id":"s0001"', b'"session_id":"s0002"') for x in a]
+    else:  # written under B's id: the chain differs too
+        b = write_long_session(tmp / "src", B, n).read_bytes().splitlines(keepends=True)
+    for how in ([] if seed % 5 == 0 else rnd.sample(EDITS, rnd.randint(1, 3))):
+        both = how == "id-both" or rnd.random() < 0.3
+        how = "id-in-payload" if how == "id-both" else how
+        if both or rnd.random() < 0.4:
+            a = _edit(a, random.Random(seed * 7), how, A)
+        if both or rnd.random() >= 0.4:
+            b = _edit(b, random.Random(seed * 7), how, A if rnd.random() < 0.5 else B)
+    paths = []
+    for name, lines in (("a", a), ("b", b)):
+        p = tmp / name / ".events.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"".join(lines))
+        paths.append(p)
+    return paths[0], paths[1]
+
+
+def _all(d: Any, text: Any) -> Any:
+    return (_head(d), _rows(d), text.verdict(d), text.diff_lines(d), text.diff_lines(d, True),
+            text.usage_lines(d))
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_the_byte_walk_is_the_parsed_diff(tmp_path: Path, seed: int) -> None:
+    pa, pb = _pair(tmp_path, seed)
+    new = _outcome(lambda: _all(difftext.diff_logs(pa, pb), difftext))
+    assert new == _outcome(lambda: _all(old_text.diff_logs(pa, pb), old_text))
+
+
+@pytest.mark.parametrize(("xa", "xb", "same"), [
+    (b'{"p":"sa","session_id":"sa"}', b'{"p":"sa","session_id":"sb"}', False),  # A's id twice
+    (b'{"p":"\\u0073a","session_id":"sa"}', b'{"p":"\\u0073a","session_id":"sb"}', False),  # escaped
+    (b'{"p":1,"session_id":"sa"}', b'{"p":1,"session_id":"sb"}', True),
+    (b'{"p":1,"session_id":"xsa"}', b'{"p":1,"session_id":"xsa"}', False),  # A's id inside a word
+    (b'{"p":1,"session_id":"zz"}', b'{"p":1,"session_id":"zz"}', True),  # no A's id: unchanged
+    (b'{"p":1,"session_id":"sa"}', b'{"p":2,"session_id":"sb"}', False),
+])
+def test_the_byte_rule_says_same_only_where_it_is_exact(xa: bytes, xb: bytes, same: bool) -> None:
+    assert difflines.byte_rule(("sa", "sb"))(xa, xb) is same
+    assert difflines.byte_rule(("s/a", "sb"))(xa, xb) is False  # an id JSON may escape: never
+    assert difflines.byte_rule(None)(xa, xa) is True
+
+
+def test_a_renamed_copy_parses_only_a_s_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log and its copy under another session id: B's lines are decided by their bytes, and
+    only its llm.response lines are parsed (for the usage fold) — a count, not a timing."""
+    parsed: list[bytes] = []
+    row = difflines._row
+
+    def counted(loads: Any, line: bytes) -> Any:
+        parsed.append(line)
+        return row(loads, line)
+
+    monkeypatch.setattr(difflines, "_row", counted)
+    pa = write_long_session(tmp_path, A, 1500)
+    pb = tmp_path / B / ".events.jsonl"
+    pb.parent.mkdir()
+    pb.write_bytes(pa.read_bytes().replace(b'"session_id":"s0001"', b'"session_id":"s0002"'))
+    d = difftext.diff_logs(pa, pb)
+    assert d.identical and d.compared == 1500
+    calls = pa.read_bytes().count(b'"type":"llm.response"')
+    assert 0 < calls < 300 and len(parsed) == calls
+    assert all(b'"type":"llm.response"' in x for x in parsed)
