@@ -130,3 +130,60 @@ def test_a_renamed_copy_parses_only_a_s_lines(tmp_path: Path, monkeypatch: pytes
     calls = pa.read_bytes().count(b'"type":"llm.response"')
     assert 0 < calls < 300 and len(parsed) == calls
     assert all(b'"type":"llm.response"' in x for x in parsed)
+
+
+LINES = [
+    b'{"actor":"a","chain":{"x":1,"payload":5},"payload":1,"schema_version":"v1"}',  # nested first
+    b'{"actor":"a","chain":["payload"],"payload":5,"schema_version":"v1"}',
+    b'{"actor":"a","payload":1,"schema_version":"v1","payload":2}',  # a later top-level payload
+    b'{"actor":"a","payload":5,"schema_version":"v1","x":{"payload":7}}',
+    b'{"actor":"a","payload":5,"schema_version":"v1","x":[1]}',
+    b'{"actor":"a","payload":{"k":2,"schema_version":"v1"}}',  # the last one nested
+    b'{"actor":"a","payload":[{"k":2,"schema_version":"v2"}]}',
+    b'{"payload":9,"actor":"a","payload":1,"schema_version":"v1"}',  # the first one overridden
+    b'{"actor":"b","payload":1,"schema_version":"v2"}',
+    b'{"actor":"a","payload":1,"x":{"payload":2},"schema_version":"v1"}',
+    b'{"actor":"a","payload":1.0,"schema_version":"v1"}',
+    b'{"actor":"a","payload":true,"schema_version":"v1"}',
+    b'{"actor":"a,","payload":5,"schema_version":"v1"}',
+    b'{"actor":"a","payload":{"p":[1,{"q":"}"}]},"schema_version":"v1","seq":1}',
+    b'{"actor":"x","payload":{"p":[1,{"q":"}"}]},"schema_version":"v3","seq":2}',
+]
+
+
+def test_equal_payload_bytes_are_equal_payloads() -> None:
+    """Wherever `payload_bytes` tells two lines' payload bytes, equal bytes are equal payloads
+    (types included); where a byte search could be fooled it tells none."""
+    told = {k: difflines.payload_bytes(x) for k, x in enumerate(LINES)}
+    assert [k for k, v in told.items() if v is None] == [0, 1, 2, 3, 4, 5, 6]
+    for i, x in enumerate(LINES):
+        for j, y in enumerate(LINES):
+            if told[i] is not None and told[i] == told[j]:
+                assert orjson.dumps(orjson.loads(x)["payload"]) == orjson.dumps(orjson.loads(y)["payload"])
+                assert type(orjson.loads(x)["payload"]) is type(orjson.loads(y)["payload"])
+    assert told[7] == told[8] == b"1" and told[9] == b'1,"x":{"payload":2}' and told[13] == told[14]
+
+
+def test_a_rerun_s_lines_are_compared_by_their_payload_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rerun's log (ids, chain and session id differ on every line, the payloads do not): no
+    pair goes to the exact comparison — a count of calls, not a timing."""
+    from agentos_kernel.runs import diff as engine
+
+    exact: list[int] = []
+    payload = engine._payload
+
+    def counted(r: Any) -> Any:
+        exact.append(1)
+        return payload(r)
+
+    monkeypatch.setattr(engine, "_payload", counted)
+    logs = []
+    for sid in (A, B):
+        p = write_long_session(tmp_path, sid, 1500)
+        p.write_bytes(p.read_bytes().replace(b'"id":"e', b'"id":"%s-e' % sid.encode())
+                      .replace(b'"parent_id":"e', b'"parent_id":"%s-e' % sid.encode()))
+        logs.append(p)
+    d = difftext.diff_logs(*logs)
+    assert d.identical and d.compared == 1500 and not exact
+    assert _all(d, difftext) == _all(old_text.diff_logs(*logs), old_text)
