@@ -14,8 +14,12 @@ import orjson
 import pytest
 
 from agentos_kernel.runs import difflines, difftext
+from agentos_kernel.runs.diff import diff_events
+from agentos_kernel.store.events import read_log
+from agentos_kernel.store.replay.logview import LogEvents
 from agentos_kernel.testing import write_long_session
 
+from .diff_oracle import diff as old_diff
 from .diff_oracle import difftext as old_text
 from .test_diff_stream import _head, _outcome, _rows
 
@@ -94,10 +98,17 @@ def test_the_byte_walk_is_the_parsed_diff(tmp_path: Path, seed: int) -> None:
     pa, pb = _pair(tmp_path, seed)
     new = _outcome(lambda: _all(difftext.diff_logs(pa, pb), difftext))
     assert new == _outcome(lambda: _all(old_text.diff_logs(pa, pb), old_text))
+    # A's id read as a third one (what %diff does for a session folder copied under a new name)
+    renamed = _outcome(lambda: _all(diff_events(LogEvents(pa), LogEvents(pb), (A, "s0009")), difftext))
+    assert renamed == _outcome(lambda: _all(
+        old_diff.diff_events(list(read_log(pa)), list(read_log(pb)), (A, "s0009")), old_text))
 
 
 @pytest.mark.parametrize(("xa", "xb", "same"), [
     (b'{"p":"sa","session_id":"sa"}', b'{"p":"sa","session_id":"sb"}', False),  # A's id twice
+    (b'{"p":1,"session_id":"sa"}', b'{"p":1,"session_id":"sa"}', True),  # a copied session folder
+    (b'{"p":{"session_id":"sa"},"session_id":"zz"}', b'{"p":{"session_id":"sa"},"session_id":"zz"}',
+     False),  # A's id once, in the payload: renamed in A's view
     (b'{"p":"\\u0073a","session_id":"sa"}', b'{"p":"\\u0073a","session_id":"sb"}', False),  # escaped
     (b'{"p":1,"session_id":"sa"}', b'{"p":1,"session_id":"sb"}', True),
     (b'{"p":1,"session_id":"xsa"}', b'{"p":1,"session_id":"xsa"}', False),  # A's id inside a word
@@ -105,14 +116,18 @@ def test_the_byte_walk_is_the_parsed_diff(tmp_path: Path, seed: int) -> None:
     (b'{"p":1,"session_id":"sa"}', b'{"p":2,"session_id":"sb"}', False),
 ])
 def test_the_byte_rule_says_same_only_where_it_is_exact(xa: bytes, xb: bytes, same: bool) -> None:
-    assert difflines.byte_rule(("sa", "sb"))(xa, xb) is same
-    assert difflines.byte_rule(("s/a", "sb"))(xa, xb) is False  # an id JSON may escape: never
-    assert difflines.byte_rule(None)(xa, xa) is True
+    sid = orjson.loads(xa)["session_id"]
+    assert difflines.byte_rule(("sa", "sb"))(xa, xb, sid) is same
+    assert difflines.byte_rule(("s/a", "sb"))(xa, xb, sid) is False  # an id JSON may escape: never
+    assert difflines.byte_rule(None)(xa, xa, sid) is True
 
 
-def test_a_renamed_copy_parses_only_a_s_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A log and its copy under another session id: B's lines are decided by their bytes, and
-    only its llm.response lines are parsed (for the usage fold) — a count, not a timing."""
+@pytest.mark.parametrize("shape", ["renamed", "same id"])
+def test_a_renamed_copy_parses_only_a_s_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              shape: str) -> None:
+    """A log and its copy under another session id (or byte for byte, its folder renamed): B's
+    lines are decided by their bytes, and only its llm.response lines are parsed (for the
+    usage fold) — a count, not a timing."""
     parsed: list[bytes] = []
     row = difflines._row
 
@@ -124,8 +139,11 @@ def test_a_renamed_copy_parses_only_a_s_lines(tmp_path: Path, monkeypatch: pytes
     pa = write_long_session(tmp_path, A, 1500)
     pb = tmp_path / B / ".events.jsonl"
     pb.parent.mkdir()
-    pb.write_bytes(pa.read_bytes().replace(b'"session_id":"s0001"', b'"session_id":"s0002"'))
-    d = difftext.diff_logs(pa, pb)
+    if shape == "renamed":
+        pb.write_bytes(pa.read_bytes().replace(b'"session_id":"s0001"', b'"session_id":"s0002"'))
+    else:
+        pb.write_bytes(pa.read_bytes())
+    d = diff_events(LogEvents(pa), LogEvents(pb), (A, B))
     assert d.identical and d.compared == 1500
     calls = pa.read_bytes().count(b'"type":"llm.response"')
     assert 0 < calls < 300 and len(parsed) == calls

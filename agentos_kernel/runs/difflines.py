@@ -3,8 +3,9 @@
 While two logs read from files agree, each pair of lines is decided by its bytes where that is
 provably the exact answer, and only A's line is parsed (it is checked as `rows_of` checks it):
 
-- B's line is A's line byte for byte, and no view changes under the rename (no rename, or A's
-  id absent from A's bytes and no `\\u` escape in them that could spell it);
+- B's line is A's line byte for byte, and no view changes under the rename (no rename; or no
+  `\\u` escape in A's bytes that could spell A's id, and A's id absent from them or only
+  the event's own session_id: parsed as A's id, and A's id occurs once in the bytes);
 - B's line is A's line with `"session_id":"<A's id>"` read as `"session_id":"<B's id>"`, A's
   id occurs once in A's bytes (inside that pattern) and A's line has no `\\u` escape.
 
@@ -34,23 +35,23 @@ SPAN = 16 * STRIDE
 """Lines read from each log at once (about 0.6 MB of a reference log's bytes)."""
 _KEYS = ({*REQUIRED_FIELDS}, {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
 _ID = re.compile(r"[A-Za-z0-9._-]+")
-ByteRule = Callable[[bytes, bytes], bool]
+ByteRule = Callable[[bytes, bytes, object], bool]
 
 
 def byte_rule(rename: tuple[str, str] | None) -> ByteRule:
-    """When A's line `xa` and B's line `xb` have equal views by their bytes alone (module
-    docstring); False means "parse and compare", never "they differ"."""
+    """When A's line `xa` (its session_id parsed: `sid`) and B's line `xb` have equal views by
+    their bytes alone (module docstring); False means "parse and compare", never "they differ"."""
     if not rename or rename[0] == rename[1]:
-        return bytes.__eq__
+        return lambda xa, xb, sid: xa == xb
     old, new = rename
     if not (_ID.fullmatch(old) and _ID.fullmatch(new)):
-        return lambda xa, xb: False
+        return lambda xa, xb, sid: False
     needle = old.encode()
     sa, sb = b'"session_id":"%s"' % needle, b'"session_id":"%s"' % new.encode()
 
-    def same(xa: bytes, xb: bytes) -> bool:
-        if xa == xb:
-            return needle not in xa and b"\\u" not in xa
+    def same(xa: bytes, xb: bytes, sid: object) -> bool:
+        if xa == xb:  # no view changes: A's id absent, or only the event's own session_id
+            return (needle not in xa or (sid == old and xa.count(needle) == 1)) and b"\\u" not in xa
         # (one occurrence: any other would overlap the one in `sa`, which ids cannot)
         return xb == xa.replace(sa, sb) and xa.count(needle) == 1 and b"\\u" not in xa
 
@@ -123,7 +124,7 @@ def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
                 x = d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
             else:
                 x = next(rows_of(a, n, n + 1))  # raises the LogError naming the line
-            if rule(xa, xb):
+            if rule(xa, xb, x[1]):
                 if x[2] == "llm.response":
                     fold(0, x)
                     fold(1, _row(loads, xb) or next(rows_of(b, n, n + 1)))
