@@ -15,6 +15,7 @@ import pytest
 
 from agentos_kernel.runs import difflines, difftext
 from agentos_kernel.runs.diff import diff_events
+from agentos_kernel.runs.diffrows import DiffRows
 from agentos_kernel.store.events import read_log
 from agentos_kernel.store.replay.logview import LogEvents
 from agentos_kernel.testing import write_long_session
@@ -117,9 +118,9 @@ def test_the_byte_walk_is_the_parsed_diff(tmp_path: Path, seed: int) -> None:
 ])
 def test_the_byte_rule_says_same_only_where_it_is_exact(xa: bytes, xb: bytes, same: bool) -> None:
     sid = orjson.loads(xa)["session_id"]
-    assert difflines.byte_rule(("sa", "sb"))(xa, xb, sid) is same
-    assert difflines.byte_rule(("s/a", "sb"))(xa, xb, sid) is False  # an id JSON may escape: never
-    assert difflines.byte_rule(None)(xa, xa, sid) is True
+    assert difflines.byte_rule(("sa", "sb"))(xa, xb, sid, True) is same
+    assert difflines.byte_rule(("s/a", "sb"))(xa, xb, sid, True) is False  # an id JSON may escape
+    assert difflines.byte_rule(None)(xa, xa, sid, True) is True
 
 
 @pytest.mark.parametrize("shape", ["renamed", "same id"])
@@ -205,3 +206,30 @@ def test_a_rerun_s_lines_are_compared_by_their_payload_bytes(
     d = difftext.diff_logs(*logs)
     assert d.identical and d.compared == 1500 and not exact
     assert _all(d, difftext) == _all(old_text.diff_logs(*logs), old_text)
+
+
+def test_a_table_window_reads_its_events_a_batch_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LogDiff's table of 500 rows builds them with `DiffRows.window`: the same rows as one by
+    one, without reading an event a line at a time in the agreeing prefix (a count)."""
+    from agentos_kernel.jupyter.widgets.diffview import rows_html
+
+    pa, pb = write_long_session(tmp_path, A, 1200), write_long_session(tmp_path, B, 1200)
+    lines = pb.read_bytes().splitlines(keepends=True)
+    lines[900] = lines[900].replace(b'"actor":"', b'"actor":"x', 1)  # a tail after row 900
+    pb.write_bytes(b"".join(lines))
+    d = difftext.diff_logs(pa, pb)
+    for lo, hi in ((0, 0), (0, 1200), (850, 950), (899, 901), (1100, 1200), (3, 4)):
+        assert d.rows.window(lo, hi) == [d.rows[i] for i in range(lo, hi)]
+    reads: list[int] = []
+    getitem = LogEvents.__getitem__
+
+    def counted(self: LogEvents, i: Any) -> Any:
+        reads.append(i)
+        return getitem(self, i)
+
+    monkeypatch.setattr(LogEvents, "__getitem__", counted)
+    html = rows_html(d, window=500, around=500)
+    assert html.count("<tr class=") == 500 and not reads
+    monkeypatch.setattr(DiffRows, "window", lambda self, lo, hi: [self[i] for i in range(lo, hi)])
+    assert html == rows_html(d, window=500, around=500) and len(reads) == 1000

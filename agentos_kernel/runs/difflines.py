@@ -35,30 +35,35 @@ SPAN = 16 * STRIDE
 """Lines read from each log at once (about 0.6 MB of a reference log's bytes)."""
 _KEYS = ({*REQUIRED_FIELDS}, {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
 _ID = re.compile(r"[A-Za-z0-9._-]+")
-ByteRule = Callable[[bytes, bytes, object], bool]
+ByteRule = Callable[[bytes, bytes, object, bool], bool]
+_ESCAPE = re.compile(rb"\\u")
+"""A `\\u` escape (searched a batch of lines at once: `in` is slow on a two-byte needle)."""
 
 
 def byte_rule(rename: tuple[str, str] | None) -> ByteRule:
-    """When A's line `xa` (its session_id parsed: `sid`) and B's line `xb` have equal views by
-    their bytes alone (module docstring); False means "parse and compare", never "they differ"."""
+    """When A's line `xa` (its session_id parsed: `sid`; `esc`: False when no line of its batch
+    holds a `\\u`) and B's line `xb` have equal views by their bytes alone (module docstring);
+    False means "parse and compare", never "they differ"."""
     if not rename or rename[0] == rename[1]:
-        return lambda xa, xb, sid: xa == xb
+        return lambda xa, xb, sid, esc: xa == xb
     old, new = rename
     if not (_ID.fullmatch(old) and _ID.fullmatch(new)):
-        return lambda xa, xb, sid: False
+        return lambda xa, xb, sid, esc: False
     needle = old.encode()
     sa, sb = b'"session_id":"%s"' % needle, b'"session_id":"%s"' % new.encode()
 
-    def same(xa: bytes, xb: bytes, sid: object) -> bool:
+    def same(xa: bytes, xb: bytes, sid: object, esc: bool) -> bool:
+        if esc and b"\\u" in xa:
+            return False
         if xa == xb:  # no view changes: A's id absent, or only the event's own session_id
-            return (needle not in xa or (sid == old and xa.count(needle) == 1)) and b"\\u" not in xa
+            return needle not in xa or (sid == old and xa.count(needle) == 1)
         # (one occurrence: any other would overlap the one in `sa`, which ids cannot)
-        return xb == xa.replace(sa, sb) and xa.count(needle) == 1 and b"\\u" not in xa
+        return xb == xa.replace(sa, sb) and xa.count(needle) == 1
 
     return same
 
 
-def region_rule(rename: tuple[str, str] | None) -> Callable[[Row, Row, bytes, bytes], bool]:
+def region_rule(rename: tuple[str, str] | None) -> Callable[[Row, Row, bytes, bytes, bool], bool]:
     """When two parsed rows `x`, `y` of lines `xa`, `xb` have equal views by their payloads'
     stored bytes (a rerun's lines differ in id, chain and session id, not in payload): the
     same type and actor, the same payload bytes (`payload_bytes`), and nothing in them or in
@@ -67,14 +72,14 @@ def region_rule(rename: tuple[str, str] | None) -> Callable[[Row, Row, bytes, by
     old = rename[0] if rename and rename[0] != rename[1] else ""
     needle = old.encode()
     if old and not _ID.fullmatch(old):
-        return lambda x, y, xa, xb: False
+        return lambda x, y, xa, xb, esc: False
 
-    def same(x: Row, y: Row, xa: bytes, xb: bytes) -> bool:
+    def same(x: Row, y: Row, xa: bytes, xb: bytes, esc: bool) -> bool:
         if x[2] != y[2] or x[3] != y[3] or (old and (old in x[2] or old in x[3])):
             return False
         pa = payload_bytes(xa)
         return pa is not None and pa == payload_bytes(xb) and \
-            not (old and (needle in pa or b"\\u" in pa))
+            not (old and (needle in pa or (esc and b"\\u" in pa)))
 
     return same
 
@@ -105,7 +110,7 @@ def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
     loads = orjson.loads
     for lo in range(0, m, SPAN):
         hi = min(lo + SPAN, m)
-        la, lb = _lines(a, lo, hi), _lines(b, lo, hi)
+        (chunk, la), (_, lb) = _lines(a, lo, hi), _lines(b, lo, hi)
         if la is None or lb is None:  # a blank line inside: as LogEvents reads it
             for x, y in zip(rows_of(a, lo, hi), rows_of(b, lo, hi), strict=True):
                 if not exact(x, y):
@@ -114,6 +119,7 @@ def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
                 fold(1, y)
                 n += 1
             continue
+        esc = _ESCAPE.search(chunk) is not None
         for xa, xb in zip(la, lb, strict=True):
             try:  # (as `_row`, inlined: this loop runs once a line)
                 d = loads(xa)
@@ -124,13 +130,13 @@ def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
                 x = d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
             else:
                 x = next(rows_of(a, n, n + 1))  # raises the LogError naming the line
-            if rule(xa, xb, x[1]):
+            if rule(xa, xb, x[1], esc):
                 if x[2] == "llm.response":
                     fold(0, x)
                     fold(1, _row(loads, xb) or next(rows_of(b, n, n + 1)))
             else:
                 y = _row(loads, xb) or next(rows_of(b, n, n + 1))
-                if not (region(x, y, xa, xb) or exact(x, y)):
+                if not (region(x, y, xa, xb, esc) or exact(x, y)):
                     return n
                 fold(0, x)
                 fold(1, y)
@@ -138,12 +144,14 @@ def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
     return n
 
 
-def _lines(events: LogEvents, lo: int, hi: int) -> list[bytes] | None:
-    """Lines lo..hi-1 as stored (newlines cut), or None when blank lines lie between them."""
-    lines = events.span(lo, hi)[0].split(b"\n")
+def _lines(events: LogEvents, lo: int, hi: int) -> tuple[bytes, list[bytes] | None]:
+    """The bytes of lines lo..hi-1 and the lines (newlines cut), None when blank lines lie
+    between them."""
+    chunk = events.span(lo, hi)[0]
+    lines = chunk.split(b"\n")
     if not lines[-1]:  # (the last line's newline; the log's last line may have none)
         lines.pop()
-    return lines if len(lines) == hi - lo else None
+    return chunk, lines if len(lines) == hi - lo else None
 
 
 def _row(loads: Callable[[bytes], Any], line: bytes) -> Row | None:
