@@ -15,9 +15,13 @@ a whole string value equal to A's id (ids are `[A-Za-z0-9._-]`: no escape spells
 them). B's line is then A's JSON with that one value, and nothing else, read as B's id: the
 same shape (an event, as A's is), and a view equal to A's with A's id read as B's wherever
 it is a whole word (`rename_session`) — every other string lacks A's id, as no `\\u` escape
-hides one. So B's line needs no parse of its own; an `llm.response` line is parsed anyway,
-for the usage fold. Any other pair is decided as before (parsed, `exact`), and a batch with a
-blank line inside goes through `rows_of` whole, which also names a bad line as it did.
+hides one. So B's line needs no parse of its own; for the usage fold an `llm.response`
+line of B is A's row when that one value is A's own session_id, else it is parsed.
+
+A pair neither rule decides (a rerun's lines: their id, parent_id, chain and session id
+differ) is parsed on both sides and decided by its payloads' stored bytes where a byte search
+finds them exactly (`payload_bytes`, `region_rule`); any other pair as before (`exact`). A
+batch with a blank line inside goes through `rows_of` whole, which names a bad line as it did.
 """
 
 from __future__ import annotations
@@ -107,6 +111,7 @@ def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
     differs (its rows not folded) or where the shorter log ends. A bad line raises the
     LogError `rows_of` raises for it."""
     rule, region, m, n = byte_rule(rename), region_rule(rename), min(len(a), len(b)), 0
+    old = rename[0] if rename else None
     loads = orjson.loads
     for lo in range(0, m, SPAN):
         hi = min(lo + SPAN, m)
@@ -119,7 +124,7 @@ def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
                 fold(1, y)
                 n += 1
             continue
-        esc = _ESCAPE.search(chunk) is not None
+        esc, bytewise = _ESCAPE.search(chunk) is not None, True
         for xa, xb in zip(la, lb, strict=True):
             try:  # (as `_row`, inlined: this loop runs once a line)
                 d = loads(xa)
@@ -130,13 +135,15 @@ def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
                 x = d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
             else:
                 x = next(rows_of(a, n, n + 1))  # raises the LogError naming the line
-            if rule(xa, xb, x[1], esc):
-                if x[2] == "llm.response":
+            if bytewise and rule(xa, xb, x[1], esc):
+                if x[2] == "llm.response":  # B's row is A's when A's id is only its session_id
                     fold(0, x)
-                    fold(1, _row(loads, xb) or next(rows_of(b, n, n + 1)))
+                    fold(1, x if x[1] == old or xa == xb else _row(loads, xb) or next(rows_of(b, n, n + 1)))
             else:
                 y = _row(loads, xb) or next(rows_of(b, n, n + 1))
-                if not (region(x, y, xa, xb, esc) or exact(x, y)):
+                if region(x, y, xa, xb, esc):
+                    bytewise = False  # (a rerun's lines: the rest of the batch by payloads)
+                elif not exact(x, y):
                     return n
                 fold(0, x)
                 fold(1, y)
