@@ -122,12 +122,9 @@ def main() -> None:
                             f"{statistics.median(times[f'fold {shape}']):.3f} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    head = ["| engine | pair | events | / fold of both (min / median) | medians (CPU s) |", "|" + "---|" * 5]
     print(f"Machine: {machine()}; {args.rounds} interleaved rounds; load average {load} before, "
-          f"{after} after.\n")
-    print("| engine | pair | events | / fold of both (min / median) | medians (CPU s) |\n"
-          "|---|---|---|---|---|")
-    print("\n".join(rows))
+          f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])} after.\n", *head, *rows, sep="\n")
 
 
 if __name__ == "__main__":

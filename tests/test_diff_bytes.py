@@ -89,6 +89,19 @@ def _pair(tmp: Path, seed: int) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
+def _calls(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[tuple[Any, ...]]:
+    """The calls of `owner.name` from now on (their arguments), each still made."""
+    calls: list[tuple[Any, ...]] = []
+    real = getattr(owner, name)
+
+    def counted(*args: Any) -> Any:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
 def _all(d: Any, text: Any) -> Any:
     return (_head(d), _rows(d), text.verdict(d), text.diff_lines(d), text.diff_lines(d, True),
             text.usage_lines(d))
@@ -129,14 +142,7 @@ def test_a_renamed_copy_parses_only_a_s_lines(tmp_path: Path, monkeypatch: pytes
     """A log and its copy under another session id (or byte for byte, its folder renamed): B's
     lines are decided by their bytes and none is parsed (its llm.response lines fold as A's:
     they differ only in the session_id) — a count, not a timing."""
-    parsed: list[bytes] = []
-    row = difflines._row
-
-    def counted(loads: Any, line: bytes) -> Any:
-        parsed.append(line)
-        return row(loads, line)
-
-    monkeypatch.setattr(difflines, "_row", counted)
+    parsed = _calls(monkeypatch, difflines, "_row")
     pa = write_long_session(tmp_path, A, 1500)
     pb = tmp_path / B / ".events.jsonl"
     pb.parent.mkdir()
@@ -188,14 +194,7 @@ def test_a_rerun_s_lines_are_compared_by_their_payload_bytes(
     pair goes to the exact comparison — a count of calls, not a timing."""
     from agentos_kernel.runs import diff as engine
 
-    exact: list[int] = []
-    payload = engine._payload
-
-    def counted(r: Any) -> Any:
-        exact.append(1)
-        return payload(r)
-
-    monkeypatch.setattr(engine, "_payload", counted)
+    exact = _calls(monkeypatch, engine, "_payload")
     logs = []
     for sid in (A, B):
         p = write_long_session(tmp_path, sid, 1500)
@@ -220,14 +219,7 @@ def test_a_table_window_reads_its_events_a_batch_at_a_time(
     d = difftext.diff_logs(pa, pb)
     for lo, hi in ((0, 0), (0, 1200), (850, 950), (899, 901), (1100, 1200), (3, 4)):
         assert d.rows.window(lo, hi) == [d.rows[i] for i in range(lo, hi)]
-    reads: list[int] = []
-    getitem = LogEvents.__getitem__
-
-    def counted(self: LogEvents, i: Any) -> Any:
-        reads.append(i)
-        return getitem(self, i)
-
-    monkeypatch.setattr(LogEvents, "__getitem__", counted)
+    reads = _calls(monkeypatch, LogEvents, "__getitem__")
     html = rows_html(d, window=500, around=500)
     assert html.count("<tr class=") == 500 and not reads
     monkeypatch.setattr(DiffRows, "window", lambda self, lo, hi: [self[i] for i in range(lo, hi)])
