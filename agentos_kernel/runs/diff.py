@@ -29,6 +29,7 @@ import orjson
 from ..schemas.jsondiff import MISSING, first_difference, rename_session
 from ..store.events import LogError
 from ..store.replay.logview import LogEvents, Row, rows_of
+from .difflines import agreeing
 from .diffrows import DiffRow, DiffRows, _Tail, step_of
 
 if TYPE_CHECKING:
@@ -141,9 +142,13 @@ def diff_events(a: Sequence[Event], b: Sequence[Event], rename: tuple[str, str] 
 def _diff(a: Sequence[Event], b: Sequence[Event], rename: tuple[str, str] | None,
           names: tuple[str, str]) -> EventsDiff:
     fold = _UsageFold()
-    ra, rb = fold.tap(rows_of(a), 0), fold.tap(rows_of(b), 1)
-    n, x, y, found = 0, next(ra, None), next(rb, None), None
     same = _same_fast(a, b, rename)
+    n = 0
+    if isinstance(a, LogEvents) and isinstance(b, LogEvents):  # the agreeing prefix by its bytes
+        n = agreeing(a, b, rename, lambda x, y: same(x, y) or not first_difference(
+            _view(x, rename), _view(y)), fold.row)
+    ra, rb = fold.tap(rows_of(a, n), 0), fold.tap(rows_of(b, n), 1)
+    x, y, found = next(ra, None), next(rb, None), None
     while x is not None and y is not None:
         if not same(x, y):
             found = first_difference(_view(x, rename), _view(y))
@@ -249,9 +254,12 @@ class _UsageFold:
 
     def tap(self, rows: Iterator[Row], side: int) -> Iterator[Row]:
         for r in rows:
-            if r[2] == "llm.response" and isinstance(r[4], dict):
-                self.add(side, r[3], r[4])
+            self.row(side, r)
             yield r
+
+    def row(self, side: int, r: Row) -> None:
+        if r[2] == "llm.response" and isinstance(r[4], dict):
+            self.add(side, r[3], r[4])
 
     def add(self, side: int, actor: str, payload: dict[str, Any]) -> None:
         u = payload.get("usage") or {}

@@ -9,10 +9,10 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
-if TYPE_CHECKING:
-    from ..store.events import Event
+from ..store.events import Event, LogError
+from ..store.replay.logview import ROWS_BATCH, LogEvents
 
 KINDS = ("same", "changed", "only_a", "only_b")
 """A row's kind by its code in `_Tail.kinds`."""
@@ -128,6 +128,14 @@ class DiffRows(Sequence[DiffRow]):
         return DiffRow(KINDS[t.kinds[k]], self._a[ia] if ia >= 0 else None,
                        self._b[ib] if ib >= 0 else None, self._path_of[p] if p >= 0 else None)
 
+    def window(self, lo: int, hi: int) -> list[DiffRow]:
+        """Rows lo..hi-1 (as `self[i]` builds each), the lockstep prefix's events read from
+        a log a batch of lines at a time rather than a line each (a table shows 500 rows)."""
+        cut = max(lo, min(hi, self.same))
+        rows = [DiffRow("same", x, y) for x, y in zip(_events(self._a, lo, cut), _events(self._b, lo, cut),
+                                                        strict=True)]
+        return rows + [self[i] for i in range(cut, hi)]
+
     def __iter__(self) -> Iterator[DiffRow]:
         # built one by one and not kept: walking a million rows holds one
         for i in range(len(self)):
@@ -137,3 +145,17 @@ class DiffRows(Sequence[DiffRow]):
         """(index, row) of every row that is not `same`, in order."""
         for i in self.changes:
             yield i, self[i]
+
+
+def _events(events: Sequence[Event], lo: int, hi: int) -> list[Event]:
+    """Events lo..hi-1 of a log, each as `events[i]` reads it (a LogEvents: its lines parsed a
+    batch at a time; a line that is not an event read again by `events[i]`, which names it)."""
+    if not isinstance(events, LogEvents) or hi <= lo:
+        return [events[i] for i in range(lo, hi)]
+    out = []
+    for i, record in enumerate(events.records(lo, hi, batch=ROWS_BATCH), lo):
+        try:
+            out.append(Event.from_dict(record, where="-"))
+        except LogError:
+            out.append(events[i])  # raises the LogError naming the line
+    return out

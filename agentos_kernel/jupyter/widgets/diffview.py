@@ -88,8 +88,10 @@ def rows_html(d: EventsDiff, only_changes: bool = False, window: int | None = No
         lo = min(max(bisect.bisect_left(shown, around) - window // 2, 0), hi - window)
         hi = lo + window
     body = []
-    for i in shown[lo:hi]:
-        r = d.rows[i]
+    picked = shown[lo:hi]
+    # a run of every row: its events read a batch at a time
+    rows = d.rows.window(lo, hi) if not only_changes else [d.rows[i] for i in picked]
+    for i, r in zip(picked, rows, strict=True):
         role, typ = r.step
         style = _ROW_STYLE[r.kind] + (";" + _FIRST if i == first else "")
         body.append(
