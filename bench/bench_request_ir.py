@@ -12,7 +12,8 @@ instructions per call. The child builds the bench's workspace at `fsync: never`
 `Runtime.handle_user_request` (bench_floor's "request, fsync never"), mode `floor` is
 bench_floor's `floor_writer` (the same 32 lines written by hand). Counts weigh every
 instruction alike (a cache miss or a system call's kernel time counts nothing), so they rank
-changes of Python code, not milliseconds. Needs `valgrind` on PATH.
+changes of Python code, not milliseconds. The child runs once outside valgrind first, so both
+counted runs read the same bytecode caches. Needs `valgrind` on PATH.
 """
 
 from __future__ import annotations
@@ -42,21 +43,27 @@ for _ in range(calls):
 """
 
 
+def warm(mode: str) -> None:
+    """Run the child once outside valgrind, so that both counted runs import from the same
+    bytecode caches (else the first compiles what the second reads, and the slope is low)."""
+    with tempfile.TemporaryDirectory(prefix="agentos-ir-") as tmp:
+        subprocess.run([sys.executable, "-c", CHILD, str(Path(__file__).resolve().parent), mode,
+                        "0", tmp], check=True, cwd=tmp, capture_output=True)
+
+
 def instructions(mode: str, calls: int) -> int:
-    """Instructions (callgrind's Ir) of one child interpreter making `calls` calls."""
-    tmp = tempfile.mkdtemp(prefix="agentos-ir-")
-    try:
-        done = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c",
-             CHILD, str(Path(__file__).resolve().parent), mode, str(calls), tmp],
-            capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"},
-            cwd=tmp)  # not the checkout: `-c` puts the working directory first on sys.path
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    """Instructions (callgrind's Ir) of one child interpreter making `calls` calls, in a
+    folder of its own (not the checkout: `-c` puts the working directory first on sys.path,
+    so PYTHONPATH picks the checkout counted)."""
+    with tempfile.TemporaryDirectory(prefix="agentos-ir-") as tmp:
+        argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                "-c", CHILD, str(Path(__file__).resolve().parent), mode, str(calls), tmp]
+        stderr = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=tmp,
+                                env={**os.environ, "PYTHONHASHSEED": "0"}).stderr
+    counted = re.findall(r"Collected : (\d+)", stderr)
+    if not counted:
+        raise SystemExit(f"valgrind counted nothing:\n{stderr[-2000:]}")
+    return int(counted[-1])
 
 
 def main() -> None:
@@ -68,6 +75,8 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on PATH (apt-get install valgrind)")
     modes = ("request", "floor") if args.mode == "both" else (args.mode,)
+    for m in modes:
+        warm(m)
     per = {m: (instructions(m, 4 * args.calls) - instructions(m, args.calls)) / (3 * args.calls)
            for m in modes}
     print("| what | M instructions per call |\n|---|---|")

@@ -143,7 +143,7 @@ def _complete(session: Any, agent: AgentDef, request: CompletionRequest
     session.calls += 1
     call_id = f"c{session.calls}"
     sent = log.append("llm.request", agent.role,
-                      {**req, "role": agent.role, "call_id": call_id}, covered=True)
+                      {**req, "role": agent.role, "call_id": call_id})
     got = _call_provider(session, agent, request, call_id, sent.id)
     if isinstance(got, Err):
         log.append("llm.error", agent.role, {"role": agent.role, "call_id": call_id,

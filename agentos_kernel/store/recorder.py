@@ -57,16 +57,6 @@ EVENT_SCHEMAS: dict[str, str] = {
     "workflow.aborted": "event_workflow_aborted_v1",
 }
 
-COVERED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "llm.request": ("completion_request_v1", ("role", "call_id")),
-}
-"""Event types whose payload schema is another schema plus required non-empty strings
-(`event_llm_request_v1` = `completion_request_v1` + `role`, `call_id`; tests/test_hot_path.py
-derives this from the two schema files, so it fails if they drift apart). A caller that has
-just checked the payload without those fields against that schema says so (`append(...,
-covered=True)`); the log then checks only what the first check could not see: the added
-fields, and that redaction changed nothing (else the whole schema, as for any payload)."""
-
 CHECKED_ON_USE = frozenset({"session.forked"})
 """Event types added after workspaces were made with `agentos init`: their payload schema is
 required only by the command that writes them (fork), so an older workspace still loads."""
@@ -102,11 +92,6 @@ def failure_code(event: Event) -> str | None:
         code = event.payload.get("code")
         return code if isinstance(code, str) else None
     return None
-
-
-def _adds_strings(payload: Any, fields: tuple[str, ...]) -> bool:
-    """Whether `payload` is a dict holding each of `fields` as a non-empty str."""
-    return type(payload) is dict and all(type(payload.get(f)) is str and payload[f] for f in fields)
 
 
 _FAILING = frozenset({"schema.violation", "domain.error"})
@@ -172,23 +157,17 @@ class SessionLog:
         return cls(store, schemas, clock, ids, session_id, seq=last.seq or 0, chain=last.chain,
                    secrets=secrets, patterns=patterns, pii=pii)
 
-    def append(self, type: str, actor: str, payload: Any, parent_id: str | None = None, *,
-               covered: bool = False) -> Event:
+    def append(self, type: str, actor: str, payload: Any, parent_id: str | None = None) -> Event:
         """Redact `payload`, check it against its type's schema, then append. A bad payload
-        here is a runtime bug (every caller builds payloads itself), so it raises.
-        `covered`: the caller has just checked `payload`, less the fields COVERED[type]
-        adds, against the schema COVERED[type] names (one check instead of two)."""
+        here is a runtime bug (every caller builds payloads itself), so it raises."""
         if self._valid_in is not self.schemas:  # the registry was swapped (mcp_serve's refresh)
             self._valid, self._valid_in = {}, self.schemas
         valid = self._valid.get(type) or self._validity(type)
-        given, payload = payload, self._scrub(payload)
-        if covered and type in COVERED and payload == given and _adds_strings(payload, COVERED[type][1]):
-            ok = True  # what the caller checked, unchanged, plus the fields checked here
-        else:
-            try:
-                ok = valid(payload)
-            except ValueError:  # not JSON: `violations` names where
-                ok = False
+        payload = self._scrub(payload)
+        try:
+            ok = valid(payload)
+        except ValueError:  # not JSON: `violations` names where
+            ok = False
         if not ok:
             schema_id = EVENT_SCHEMAS[type]
             found = self.schemas.violations(payload, schema_id)
