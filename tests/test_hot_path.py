@@ -100,6 +100,28 @@ def test_jsontext_dumps_refuses_what_json_refuses() -> None:
                 raise AssertionError(f"{bad!r} was encoded")
 
 
+def test_jsontext_dumps_after_a_refusal_and_beside_another_call() -> None:
+    """The held C encoder keeps its circular-reference markers between calls: a call that
+    raised must not leave one behind (the next value holding that object would be refused
+    as a cycle), and a call made while the held encoder is busy (another thread) gets a
+    fresh one: the same text either way."""
+    shared: list[Any] = [1, {"a": [2.5, None]}]
+    looped: dict[str, Any] = {"ok": shared}
+    looped["self"] = looped
+    for ascii_ in (True, False):
+        for sort in (True, False):
+            with pytest.raises(ValueError, match="Circular reference"):
+                jsontext.dumps(looped, ensure_ascii=ascii_, sort_keys=sort)
+            with pytest.raises(TypeError):
+                jsontext.dumps({"x": shared, "y": object()}, ensure_ascii=ascii_, sort_keys=sort)
+            want = json.dumps({"z": shared}, ensure_ascii=ascii_, sort_keys=sort)
+            assert jsontext.dumps({"z": shared}, ensure_ascii=ascii_, sort_keys=sort) == want
+            held = jsontext._HELD[ascii_, sort]
+            assert not held.markers
+            with held.busy:  # another caller has it
+                assert jsontext.dumps({"z": shared}, ensure_ascii=ascii_, sort_keys=sort) == want
+
+
 def test_a_released_log_is_not_removed_but_an_empty_claim_is(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     tried: list[str] = []
@@ -260,3 +282,4 @@ def test_quick_init_refuses_a_class_it_cannot_make() -> None:
             quick_init(cls)
     with pytest.raises(dataclasses.FrozenInstanceError):
         Usage(1, 2).cost_usd = 1.0  # type: ignore[misc]
+
