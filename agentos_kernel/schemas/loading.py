@@ -125,10 +125,12 @@ def json_files(root: Path) -> list[str]:
 
 
 def load_one(path: str, raw: bytes | OSError, schemas: dict[str, dict[str, Any]],
-             files: dict[str, Path | str]) -> Problem | None:
+             files: dict[str, Path | str], deferred: list[Any] | None = None) -> Problem | None:
     """Parse and meta-check one schema file from the bytes read (or the error reading it
     gave) into `schemas` and `files` (its path as listed: a Path made of each of 69 files
-    was a tenth of a fresh kernel's load); the Problem naming the file and field otherwise."""
+    was a tenth of a fresh kernel's load); the Problem naming the file and field otherwise.
+    `deferred`: a draft 2020-12 document's meta-check is left to `all_meta_valid` over this
+    list instead (SchemaRegistry.load loads again without it unless every one passes)."""
     if isinstance(raw, OSError):
         return Problem(path, "-", f"not valid JSON: {raw}")
     try:
@@ -148,8 +150,9 @@ def load_one(path: str, raw: bytes | OSError, schemas: dict[str, dict[str, Any]]
         return Problem(path, "$id", f"is {sid!r}; it must equal the file name {stem!r}")
     if sid in schemas:
         return Problem(path, "$id", f"{sid!r} is already defined in {files[sid]}")
-    bad = meta_problem(doc)
-    if bad is not None:
+    if deferred is not None and doc.get("$schema", DRAFT_2020_12) == DRAFT_2020_12:
+        deferred.append(doc)
+    elif (bad := meta_problem(doc)) is not None:
         return Problem(path, "-", f"not a valid draft 2020-12 schema: {bad}")
     schemas[sid] = doc
     files[sid] = path
@@ -174,6 +177,23 @@ def _with_formats() -> Any:
     unchecked, and such a schema failed only when its validator was first compiled, in a
     request: now it fails at load, like any other bad schema."""
     return jsonschema_rs.Draft202012Validator({"$ref": DRAFT_2020_12}, validate_formats=True, offline=True)
+
+
+@cache
+def _all_with_formats() -> Any:
+    """`_with_formats` over every item of an array: one call meta-checks a workspace's
+    draft 2020-12 schemas (69 calls were ≈ 10 % more, issue 24)."""
+    return jsonschema_rs.Draft202012Validator({"type": "array", "items": {"$ref": DRAFT_2020_12}},
+                                              validate_formats=True, offline=True)
+
+
+def all_meta_valid(docs: list[Any]) -> bool:
+    """True when `_with_formats` passes every one of `docs` (so `meta_problem` finds nothing
+    in any); False when any fails or cannot be checked (each is then checked on its own)."""
+    try:
+        return bool(_all_with_formats().is_valid(docs))
+    except ValueError:  # not JSON to the validator: meta_problem says what it says of it
+        return False
 
 
 KNOWN_DRAFTS = frozenset({

@@ -20,7 +20,16 @@ import orjson
 
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
-from .loading import dangling_refs, keep, load_one, loaded_before, may_refer, meta_problem, read_files
+from .loading import (
+    all_meta_valid,
+    dangling_refs,
+    keep,
+    load_one,
+    loaded_before,
+    may_refer,
+    meta_problem,
+    read_files,
+)
 from .reach import ref_closure, registry_problems, self_contained
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
@@ -69,19 +78,10 @@ class SchemaRegistry:
         key = tuple((p, raw) for p, raw in read if isinstance(raw, bytes))
         if len(key) == len(read) and (hit := loaded_before(key)) is not None:
             return hit  # type: ignore[no-any-return]
-        schemas: dict[str, dict[str, Any]] = {}
-        files: dict[str, Path | str] = {}
-        problems: list[Problem] = []
-        referring: list[str] = []  # the ids whose bytes may hold a $ref: only these are walked
-        escaped = False  # any file with a `\u` escape (self_contained's test too)
-        for name, raw in read:  # parsed from the bytes read above: the key is what was loaded
-            problem = load_one(name, raw, schemas, files)
-            if problem:
-                problems.append(problem)
-                continue
-            if isinstance(raw, bytes) and may_refer(raw, escape := b"\\u" in raw):
-                referring.append(next(reversed(schemas)))
-                escaped = escaped or escape
+        deferred: list[Any] = []  # draft 2020-12 documents, meta-checked in one call
+        schemas, files, problems, referring, escaped = _parse_all(read, deferred)
+        if problems or not all_meta_valid(deferred):  # each file on its own, as it always was
+            schemas, files, problems, referring, escaped = _parse_all(read, None)
         refs: dict[str, set[str]] = {}
         if not problems:
             problems = dangling_refs(schemas, files, referring, refs)
@@ -237,6 +237,26 @@ class SchemaRegistry:
 
         inlined: dict[str, Any] = inline(self.schema(schema_id))  # a schema inlines to a schema
         return inlined
+
+
+def _parse_all(read: list[tuple[str, bytes | OSError]], deferred: list[Any] | None) -> tuple[
+        dict[str, dict[str, Any]], dict[str, Path | str], list[Problem], list[str], bool]:
+    """(schemas, files, problems, the ids whose bytes may hold a `$ref`: only these are
+    walked, whether any file has a `\\u` escape) of the files read, each by `load_one`."""
+    schemas: dict[str, dict[str, Any]] = {}
+    files: dict[str, Path | str] = {}
+    problems: list[Problem] = []
+    referring: list[str] = []
+    escaped = False  # self_contained's test too
+    for name, raw in read:  # parsed from the bytes read: the registry's key is what was loaded
+        problem = load_one(name, raw, schemas, files, deferred)
+        if problem:
+            problems.append(problem)
+            continue
+        if isinstance(raw, bytes) and may_refer(raw, escape := b"\\u" in raw):
+            referring.append(next(reversed(schemas)))
+            escaped = escaped or escape
+    return schemas, files, problems, referring, escaped
 
 
 def unloggable(payload: Any) -> list[Violation]:
