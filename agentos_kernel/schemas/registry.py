@@ -61,11 +61,12 @@ class SchemaRegistry:
         raised here). Given by `load` when every file is self-contained (loading.py): the
         ids each schema with a `$ref` refers to; then a schema without one compiles without a
         Registry, and the others with one of the schemas their `$ref`s reach, built once on
-        first use (the only resources a `$ref` of those schemas can resolve to)."""
+        first use (the only resources a `$ref` of that schema can resolve to)."""
         self._schemas = schemas
         self._files = files
         self._refs = refs
         self._registry = jsonschema_rs.Registry(list(schemas.items())) if refs is None else None
+        self._by_reach: dict[frozenset[str], Any] = {}  # self-contained: a Registry per set reached
         self._validators: dict[str, Any] = {}
         self._resolved: dict[str, bytes] = {}
 
@@ -158,14 +159,18 @@ class SchemaRegistry:
     def _registry_for(self, schema_id: str) -> Any:
         """The Registry `schema_id` compiles with: every schema's (built at load), or, for
         self-contained files, none for a schema without `$ref` (it resolves nothing) and for
-        the others one of the schemas their `$ref`s reach, built once."""
-        if self._refs is None or (self._registry is not None and schema_id in self._refs):
+        the others one of the schemas its own `$ref`s reach, built once per such set (the
+        canonical request's three need two schemas each, not the 13 every `$ref` reaches)."""
+        if self._refs is None:
             return self._registry
         if schema_id not in self._refs:
             return None
-        reached = ref_closure(self._refs)
-        self._registry = jsonschema_rs.Registry([(s, d) for s, d in self._schemas.items() if s in reached])
-        return self._registry
+        reached = frozenset(ref_closure({schema_id: self._refs[schema_id]}, self._refs))
+        built = self._by_reach.get(reached)
+        if built is None:
+            built = self._by_reach[reached] = jsonschema_rs.Registry(
+                [(s, d) for s, d in self._schemas.items() if s in reached])
+        return built
 
     def violations(self, payload: Any, schema_id: str) -> list[Violation]:
         """The violations of `schema_id` by `payload` (empty when valid; at most
