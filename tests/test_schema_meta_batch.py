@@ -110,3 +110,4 @@ def test_the_reference_schemas_are_meta_checked_in_one_call(monkeypatch: pytest.
     loading.forget_loaded()
     loaded = SchemaRegistry.load(reference_dir() / "schemas")
     assert calls == [] and "workspace_config_v1" in loaded
+
