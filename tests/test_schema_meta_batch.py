@@ -57,9 +57,15 @@ def _workspace_schemas(tmp_path: Path) -> Path:
     return root
 
 
-def _per_file(root: Path) -> list[Any]:
-    """The problems of the per-file load (the form before the one call)."""
-    return registry._parse_all(loading.read_files([root]), None)[2]
+def _refused_as_before(root: Path) -> list[str]:
+    """The files the load names, once it is asserted to raise exactly the problems of the
+    per-file load (the form before the one call)."""
+    expected = registry._parse_all(loading.read_files([root]), None)[2]
+    loading.forget_loaded()
+    with pytest.raises(ContractError) as exc:
+        SchemaRegistry.load(root)
+    assert exc.value.problems == expected
+    return [p.file for p in expected]
 
 
 @pytest.mark.parametrize("bad", BAD)
@@ -67,12 +73,7 @@ def test_a_bad_schema_among_good_ones_is_named_as_before(tmp_path: Path, bad: di
     root = _workspace_schemas(tmp_path)
     (root / "zz_v1.json").write_text(json.dumps({**bad, "$id": "zz_v1"}))
     (root / "aa_v1.json").write_text("{not json")  # a problem of another kind in the same load
-    expected = _per_file(root)
-    assert [p.file for p in expected] == [str(root / "aa_v1.json"), str(root / "zz_v1.json")]
-    loading.forget_loaded()
-    with pytest.raises(ContractError) as exc:
-        SchemaRegistry.load(root)
-    assert exc.value.problems == expected
+    assert _refused_as_before(root) == [str(root / "aa_v1.json"), str(root / "zz_v1.json")]
 
 
 def test_a_bad_schema_and_its_namesake_are_named_as_before(tmp_path: Path) -> None:
@@ -83,23 +84,14 @@ def test_a_bad_schema_and_its_namesake_are_named_as_before(tmp_path: Path) -> No
     (root / "b").mkdir()
     (root / "a" / "twin_v1.json").write_text(json.dumps({"$id": "twin_v1", "type": 5}))
     (root / "b" / "twin_v1.json").write_text(json.dumps({"$id": "twin_v1", "type": "string"}))
-    expected = _per_file(root)
-    assert [p.file for p in expected] == [str(root / "a" / "twin_v1.json")]
-    loading.forget_loaded()
-    with pytest.raises(ContractError) as exc:
-        SchemaRegistry.load(root)
-    assert exc.value.problems == expected
+    assert _refused_as_before(root) == [str(root / "a" / "twin_v1.json")]
 
 
 def test_other_drafts_are_checked_on_their_own(tmp_path: Path) -> None:
     root = _workspace_schemas(tmp_path)
     (root / "old_v1.json").write_text(json.dumps(
         {"$schema": "http://json-schema.org/draft-07/schema#", "$id": "old_v1", "type": 5}))
-    loading.forget_loaded()
-    with pytest.raises(ContractError) as exc:
-        SchemaRegistry.load(root)
-    assert exc.value.problems == _per_file(root)
-    assert [p.file for p in exc.value.problems] == [str(root / "old_v1.json")]
+    assert _refused_as_before(root) == [str(root / "old_v1.json")]
 
 
 def test_the_reference_schemas_are_meta_checked_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
