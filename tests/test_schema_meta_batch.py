@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,63 @@ def test_the_reference_schemas_are_meta_checked_in_one_call(monkeypatch: pytest.
     loaded = SchemaRegistry.load(reference_dir() / "schemas")
     assert calls == [] and "workspace_config_v1" in loaded
 
+
+
+def _old_load_one(path: str, raw: bytes) -> Any:
+    """load_one's reading as it was: decode, newlines, then orjson or json on the text."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return ("problem", loading.decode_problem(exc))
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        if b"0" * 19 not in raw.translate(loading._DIGITS_ONLY):
+            try:
+                return ("doc", repr(loading.orjson.loads(raw)))
+            except loading.orjson.JSONDecodeError:
+                pass
+        return ("doc", repr(json.loads(text)))
+    except json.JSONDecodeError as exc:
+        return ("problem", f"not valid JSON: {exc}")
+
+
+_PIECES = [b'{"$id": "x_v1"', b', "type": "string"', b', "minimum": 1234567890123456789012', b', "a": NaN',
+           b', "b": "\\ud800"', b', "c": "\xc3\xa9"', b"\xff", b"\xed\xa0\x80", b"\xc0\xaf", b"\xef\xbb\xbf",
+           b"\r\n", b"\r", b"}", b" ", b'"', b", 1e400", b"[", b"]"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(raw=st.lists(st.sampled_from(_PIECES), max_size=8).map(b"".join) | st.binary(max_size=24))
+def test_a_file_is_read_as_before_without_decoding_what_orjson_reads(raw: bytes) -> None:
+    schemas: dict[str, Any] = {}
+    problem = loading.load_one("x_v1.json", raw, schemas, {}, [])
+    old = _old_load_one("x_v1.json", raw)
+    if old[0] == "problem":
+        assert problem is not None and problem.message == old[1], raw
+    else:  # read as before: a problem now can only be the document's ($id, shape, meta-check)
+        assert problem is None or not problem.message.startswith(("not valid JSON", "not UTF-8")), raw
+        if problem is None:
+            assert repr(schemas["x_v1"]) == old[1], raw
+
+
+def _decodes(read: Any) -> int:
+    """How many times `read()` calls a bytes object's `decode` (a C call the profiler sees)."""
+    seen: list[str] = []
+    sys.setprofile(lambda _f, event, arg: seen.append(arg.__qualname__)
+                   if event == "c_call" and getattr(arg, "__qualname__", "") == "bytes.decode" else None)
+    try:
+        read()
+    finally:
+        sys.setprofile(None)
+    return len(seen)
+
+
+def test_a_file_orjson_reads_is_not_decoded() -> None:
+    # delete-the-feature: decoding every file first, as before, decodes this one
+    raw = (reference_dir() / "schemas" / "plan_v1.json").read_bytes()
+    schemas: dict[str, Any] = {}
+    assert _decodes(lambda: loading.load_one("schemas/plan_v1.json", raw, schemas, {}, [])) == 0
+    assert "plan_v1" in schemas
+    bad: list[Any] = []  # what orjson refuses is decoded, and named as before
+    assert _decodes(lambda: bad.append(loading.load_one("plan_v1.json", raw + b"\xff", {}, {}, []))) == 1
+    assert bad[0].message.startswith("not UTF-8 text: byte 0xff")

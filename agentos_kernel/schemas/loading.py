@@ -133,16 +133,17 @@ def load_one(path: str, raw: bytes | OSError, schemas: dict[str, dict[str, Any]]
     list instead (SchemaRegistry.load loads again without it unless every one passes)."""
     if isinstance(raw, OSError):
         return Problem(path, "-", f"not valid JSON: {raw}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Problem(path, "-", decode_problem(exc))
-    if "\r" in text:  # as `read_text` reads it (universal newlines): error offsets stay the same
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    try:
-        doc = _parse(raw, text)
-    except json.JSONDecodeError as exc:
-        return Problem(path, "-", f"not valid JSON: {exc}")
+    if (doc := _orjson_doc(raw)) is _UNREAD:  # else read as strict UTF-8: no text needed
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return Problem(path, "-", decode_problem(exc))
+        if "\r" in text:  # as `read_text` reads it (universal newlines): error offsets stay the same
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return Problem(path, "-", f"not valid JSON: {exc}")
     if not isinstance(doc, dict):
         return Problem(path, "-", "a schema must be a JSON object")
     sid = doc.get("$id")
@@ -237,17 +238,20 @@ _DIGITS_ONLY = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
 """A bytes.translate table: every digit to `0`, every other byte to a space."""
 
 
-def _parse(raw: bytes, text: str) -> Any:
-    """`json.loads(text)`, by orjson (twice as fast) where the two give the same document:
-    orjson refuses what json reads differently (NaN, an infinite float, a lone surrogate, a
-    BOM: json then reads it, or raises its own error), except an integer past 64 bits, which
-    orjson reads as a float: a file where 19 digits stand together goes to json."""
+_UNREAD = object()
+
+
+def _orjson_doc(raw: bytes) -> Any:
+    """`json.loads(raw.decode())` by orjson where the two agree, else _UNREAD: orjson refuses
+    what json reads otherwise (NaN, infinities, a lone surrogate, a BOM, bytes that are not
+    strict UTF-8: decoded and named as before), but reads an integer past 64 bits as a
+    float: a file where 19 digits stand together goes to json."""
     if b"0" * 19 not in raw.translate(_DIGITS_ONLY):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass  # json reads it, or names the error as it always has
-    return json.loads(text)
+    return _UNREAD
 
 
 def may_refer(raw: bytes, escaped: bool) -> bool:
