@@ -96,7 +96,7 @@ class Runtime(RequestFlow, SessionReading):
             Path(path) if path is not None else None, cwd)
         schemas = SchemaRegistry.load(ws.contract_dir("schemas"))
         own = BUILTIN_TOOLS + tuple(tools)
-        missing = missing_schemas(schemas, own, ws.shown(ws.contract_dir("schemas")))
+        missing = missing_schemas(schemas, own, ws)
         if missing:
             raise ContractError(missing)
         config = load_config(ws.config_file, schemas, ws.shown(ws.config_file))

@@ -97,7 +97,7 @@ def _contracts(ws: Workspace, profile: str | None, warnings: list[Problem]) -> l
         schemas = SchemaRegistry.load(ws.contract_dir("schemas"))
     except ContractError as exc:
         return exc.problems  # nothing else can be checked without the schemas
-    problems += missing_schemas(schemas, BUILTIN_TOOLS, ws.shown(ws.contract_dir("schemas")))
+    problems += missing_schemas(schemas, BUILTIN_TOOLS, ws)
     if problems:
         return problems  # the loaders below would trip over the same missing ids
     try:
@@ -155,12 +155,16 @@ def _contracts(ws: Workspace, profile: str | None, warnings: list[Problem]) -> l
 LOADER_SCHEMAS = ("workspace_config_v1", "agent_frontmatter_v1", "skill_frontmatter_v1")
 
 
-def missing_schemas(schemas: SchemaRegistry, tools: tuple[ToolDef, ...], shown: str) -> list[Problem]:
+def missing_schemas(schemas: SchemaRegistry, tools: tuple[ToolDef, ...], ws: Workspace) -> list[Problem]:
     """Fail closed at load (I-3) when a schema the loaders or a registered tool names is not
-    loaded, instead of a KeyError in the middle of a session."""
+    loaded, instead of a KeyError in the middle of a session. The schemas folder is named
+    (`Workspace.shown`, two realpaths) only when one is missing."""
     needs = [(sid, "the workspace loader") for sid in LOADER_SCHEMAS]
     needs += [(sid, f"event type {t!r}") for t, sid in EVENT_SCHEMAS.items() if t not in CHECKED_ON_USE]
     needs += [(sid, f"tool {t.name!r} ({side})") for t in tools
               for side, sid in (("schema_in", t.schema_in), ("schema_out", t.schema_out))]
-    return [Problem(shown, sid, f"no schema {sid!r} is loaded; {who} needs it")
-            for sid, who in needs if sid not in schemas]
+    missing = [(sid, who) for sid, who in needs if sid not in schemas]
+    if not missing:
+        return []
+    shown = ws.shown(ws.contract_dir("schemas"))
+    return [Problem(shown, sid, f"no schema {sid!r} is loaded; {who} needs it") for sid, who in missing]

@@ -98,13 +98,18 @@ def _plain_load(text: str) -> Any:
     """What the bounded loader reads from `text`, read by libyaml when `text` is plain YAML
     no deeper than the bound; else _PURE (no libyaml, not plain, too deep, or any
     error: the bounded loader reads it again and raises its own error, with its line).
-    A workspace's frontmatter and agentos.yaml are: a fresh kernel's first `%agent` loads a dozen
-    (issue 24; tests/test_yaml_plain.py compares the two loaders)."""
+    A workspace's frontmatter and agentos.yaml are (tests/test_yaml_plain.py compares them)."""
+    return _plain_read(text)[0]
+
+
+def _plain_read(text: str) -> tuple[Any, bool]:
+    """(`_plain_load(text)`, whether that document is proven plain JSON within the bounds
+    as it was built: `not_json` would find nothing; False leaves it to `not_json`)."""
     import yaml
 
     fast = getattr(yaml, "CSafeLoader", None)
     if fast is None or _not_plain(text):
-        return _PURE
+        return _PURE, False
     try:
         if _collections_at_most(text) < MAX_YAML_DEPTH:  # cannot nest too deep: one parse
             return _libyaml_load(text, fast)
@@ -113,64 +118,78 @@ def _plain_load(text: str) -> Any:
             if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
                 level += 1
                 if level > MAX_YAML_DEPTH:
-                    return _PURE
+                    return _PURE, False
             elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
                 level -= 1
             elif isinstance(event, yaml.ScalarEvent) and level + 1 > MAX_YAML_DEPTH:
-                return _PURE
-        return _libyaml_load(text, fast)
+                return _PURE, False
+        return _libyaml_load(text, fast)[0], False  # deep enough to leave to not_json
     except yaml.YAMLError:
-        return _PURE
+        return _PURE, False
 
 
 _STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
 _SCALARS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "timestamp"))
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
 
 class _Unsure(Exception):
     """A node `_build` leaves to PyYAML's constructor."""
 
 
-def _libyaml_load(text: str, fast: Any) -> Any:
-    """`yaml.load(text, Loader=fast)` for plain YAML: libyaml composes the nodes, and the
-    document is built from them directly (strings, mappings, sequences; other scalars by the
+def _libyaml_load(text: str, fast: Any) -> tuple[Any, bool]:
+    """(`yaml.load(text, Loader=fast)`, whether it is proven plain JSON within the bounds)
+    for plain YAML: libyaml composes the nodes, and the document is built from them
+    directly (strings, mappings, sequences; other scalars by the
     SafeConstructor's own functions) instead of through PyYAML's generic constructor, its
     generators and its per-node bookkeeping (the most of reading a frontmatter). A node it
     does not know (a merge key, a collection as a key) or any error reads the text again
-    with `yaml.load`, for its document or its error. tests/test_yaml_plain.py compares them."""
+    with `yaml.load`, for its document or its error. tests/test_yaml_plain.py compares them.
+    Proven plain: every key a string, no timestamp, at most MAX_YAML_VALUES values, the
+    text printable ASCII (every string UTF-8 text) without alias (nothing shared); depth is
+    the caller's (`_plain_read` trusts it only under the collection count's bound)."""
     import yaml
 
     loader = fast(text)
     try:
         node = loader.get_single_node()
         if node is None:
-            return None
+            return None, True
+        tally = [1, 0]  # values built (the root, then each container's items), any odd one
         try:
-            return _build(node, loader, yaml.ScalarNode, yaml.MappingNode)
+            doc = _build(node, loader, yaml.ScalarNode, yaml.MappingNode, tally)
+            return doc, not tally[1] and tally[0] <= MAX_YAML_VALUES
         except Exception:  # PyYAML reads it again: its document, or its own error
             pass
     finally:
         loader.dispose()
-    return yaml.load(text, Loader=fast)
+    return yaml.load(text, Loader=fast), False
 
 
-def _build(node: Any, loader: Any, scalar: type, mapping: type) -> Any:
+def _build(node: Any, loader: Any, scalar: type, mapping: type, tally: list[int]) -> Any:
     tag, kind = node.tag, type(node)
     if kind is scalar:
         if tag == _STR:
             return node.value
         if tag in _SCALARS:
+            if tag == _TIMESTAMP:
+                tally[1] = 1  # a date: not JSON (not_json names it)
             return loader.yaml_constructors[tag](loader, node)
     elif kind is mapping:
         if tag == _MAP:
             out = {}
+            tally[0] += len(node.value)
             for key, value in node.value:
                 if type(key) is not scalar:
                     raise _Unsure  # a collection as a key: PyYAML's "found unhashable key"
-                out[_build(key, loader, scalar, mapping)] = _build(value, loader, scalar, mapping)
+                name = _build(key, loader, scalar, mapping, tally)
+                if type(name) is not str:
+                    tally[1] = 1  # a key that is not a string (not_json names it)
+                out[name] = _build(value, loader, scalar, mapping, tally)
             return out
     elif tag == _SEQ:
-        return [_build(item, loader, scalar, mapping) for item in node.value]
+        tally[0] += len(node.value)
+        return [_build(item, loader, scalar, mapping, tally) for item in node.value]
     raise _Unsure  # a merge key, `=`, any tag not plain
 
 
@@ -248,7 +267,9 @@ def _load_yaml(text: str, max_chars: int) -> Any:
                                "are read (put long text in the Markdown body)")
     from .schemas.registry import not_json
 
-    doc = _plain_load(text)
+    doc, plain = _plain_read(text)
+    if plain:
+        return doc  # proven plain JSON within the bounds as libyaml's nodes were built
     if doc is _PURE:
         loader = _bounded_loader()(text)
         try:

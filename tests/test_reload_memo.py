@@ -58,13 +58,13 @@ def test_a_bad_schema_fails_every_load_with_the_same_problem(workspace: Path) ->
 
 def test_a_yaml_text_read_before_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
     parsed: list[str] = []
-    real = yamlload._plain_load
+    real = yamlload._plain_read
 
-    def counting(text: str) -> object:
+    def counting(text: str) -> tuple[object, bool]:
         parsed.append(text)
         return real(text)
 
-    monkeypatch.setattr(yamlload, "_plain_load", counting)
+    monkeypatch.setattr(yamlload, "_plain_read", counting)
     text = "name: greet\ntriggers: [hello, hi]\n"
     first = load_yaml(text)
     first["triggers"].append("changed by a caller")

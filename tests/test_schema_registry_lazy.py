@@ -106,10 +106,12 @@ def test_only_the_schemas_a_ref_reaches_are_registered(monkeypatch: pytest.Monke
     assert reg.violations({"text": "hi"}, "tool_echo_in_v1") == []  # no $ref: no Registry
     assert built == []
     assert reg.violations({"schema_version": "v2"}, "workspace_config_v1")  # $ref -> runtime_profile_v1
-    assert len(built) == 1 and "runtime_profile_v1" in built[0] and "workspace_config_v1" in built[0]
-    assert "tool_echo_in_v1" not in built[0] and len(built[0]) < 20
-    reg.violations({}, "tool_write_file_in_v1")  # built once, for every schema with a $ref
-    assert len(built) == 1
+    # only what its own $refs reach (delete-the-feature: one Registry of all 13 reached before)
+    assert built == [["runtime_profile_v1", "workspace_config_v1"]]
+    reg.violations({}, "tool_write_file_in_v1")  # its own set: one more Registry
+    assert built[1:] == [["tool_write_file_in_v1", "write_claim_v1"]]
+    reg.violations({"schema_version": "v2"}, "workspace_config_v1")  # compiled once: nothing new
+    assert len(built) == 2
 
 
 def test_an_embedded_resource_keeps_the_full_registry(tmp_path: Path) -> None:

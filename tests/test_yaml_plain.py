@@ -147,7 +147,7 @@ def _outcome(read: Any) -> tuple[Any, ...]:
 
 
 def _direct_is_pyyamls(text: str) -> None:
-    assert _outcome(lambda: yamlload._libyaml_load(text, yaml.CSafeLoader)) == \
+    assert _outcome(lambda: yamlload._libyaml_load(text, yaml.CSafeLoader)[0]) == \
         _outcome(lambda: yaml.load(text, Loader=yaml.CSafeLoader)), repr(text)
 
 
@@ -186,3 +186,76 @@ def test_a_workspace_builds_its_yaml_without_pyyamls_constructor(monkeypatch: py
     yamlload.forget_read()
     Runtime.from_workspace(None)  # the bundled workspace: skills, agents, agentos.yaml
     assert generic == []
+
+
+# -- a document proven plain as it is built skips not_json (issue 24, a fresh kernel's load) --
+
+def _old_load_yaml(text: str) -> Any:
+    """load_yaml as it was: not_json over every document, whatever read it."""
+    from agentos_kernel.schemas.registry import not_json
+
+    doc = _plain_load(text)
+    if doc is _PURE:
+        doc = _pure(text)
+    odd = not_json(doc, max_values=yamlload.MAX_YAML_VALUES, max_depth=MAX_YAML_DEPTH)
+    if odd is not None:
+        raise yamlload.FrontmatterError(odd.message, odd.path.strip("/").replace("/", ".") or "frontmatter")
+    return doc
+
+
+def _same_as_before(text: str) -> None:
+    from agentos_kernel.schemas.registry import not_json
+
+    try:
+        doc, plain = yamlload._plain_read(text)
+    except Exception:  # an error PyYAML raises too (a date past the month's end): compared below
+        doc, plain = None, False
+    if plain:  # what is proven plain, not_json finds plain
+        assert not_json(doc, max_values=yamlload.MAX_YAML_VALUES, max_depth=MAX_YAML_DEPTH) is None, text
+    yamlload.forget_read()
+    new = _outcome(lambda: load_yaml(text))
+    old = _outcome(lambda: _old_load_yaml(text))
+    assert new == old, repr(text)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=st.lists(st.sampled_from([*_WORDS, ": ", "- ", "\n", "  ", ", ", "#", "[", "]", "{", "}",
+                                      "2001-12-14: a", "1: b", "null: c", "[1, 2]: d"]),
+                     max_size=14).map("".join)
+       | _DOCS.map(lambda d: yaml.safe_dump(d, default_flow_style=None)))
+def test_a_proven_plain_document_is_what_not_json_passes(text: str) -> None:
+    _same_as_before(text)
+
+
+@pytest.mark.parametrize("text", [
+    "a: 2001-12-14", "- 2001-12-14t21:59:43.10-05:00", "1: a", "a:\n  true: b", "null: c",
+    "a: .nan\nb: .inf", "a: 123456789012345678901234567890",
+    "[" + ", ".join(["1"] * yamlload.MAX_YAML_VALUES) + "]",  # the root and 10,000 items: one too many
+    "[" + ", ".join(["1"] * (yamlload.MAX_YAML_VALUES - 1)) + "]",  # exactly the bound
+    "a: [" + ", ".join(["b"] * (yamlload.MAX_YAML_VALUES - 2)) + "]",  # root, a's list, its items
+    "a: [" + ", ".join(["b"] * (yamlload.MAX_YAML_VALUES - 1)) + "]",
+])
+def test_what_not_json_refuses_is_still_refused(text: str) -> None:
+    _same_as_before(text)
+
+
+def test_the_bound_on_values_is_counted_as_not_json_counts() -> None:
+    at = "[" + ", ".join(["1"] * (yamlload.MAX_YAML_VALUES - 1)) + "]"
+    assert yamlload._plain_read(at)[1]
+    assert not yamlload._plain_read(at[:-1] + ", 1]")[1]
+    yamlload.forget_read()
+    with pytest.raises(yamlload.FrontmatterError, match="more than 10000 values"):
+        load_yaml(at[:-1] + ", 1]", max_chars=10**6)
+
+
+def test_a_workspace_reads_its_yaml_without_not_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    # delete-the-feature: with every document sent through not_json again, this fails
+    from agentos_kernel.kernel import Runtime
+    from agentos_kernel.schemas import registry
+
+    checked: list[int] = []
+    real = registry.not_json
+    monkeypatch.setattr(registry, "not_json", lambda *a, **k: checked.append(1) or real(*a, **k))
+    yamlload.forget_read()
+    Runtime.from_workspace(None)  # the bundled workspace: skills, agents, agentos.yaml
+    assert checked == []

@@ -38,11 +38,13 @@ def self_contained(schemas: dict[str, dict[str, Any]], raws: list[bytes]) -> boo
             and all(_PLAIN_ID.match(sid) for sid in schemas))
 
 
-def ref_closure(refs: dict[str, set[str]]) -> set[str]:
-    """The ids reached from the schemas in `refs` (id -> the ids its `$ref`s name, `""` for
-    one inside itself) by following `$ref`s, the referring ones included."""
+def ref_closure(start: dict[str, set[str]], refs: dict[str, set[str]] | None = None) -> set[str]:
+    """The ids reached from the schemas in `start` (id -> the ids its `$ref`s name, `""` for
+    one inside itself) by following `$ref`s (each id's targets in `refs`, default `start`),
+    the schemas in `start` included."""
+    refs = start if refs is None else refs
     reached: set[str] = set()
-    todo = [t for targets in refs.values() for t in targets] + list(refs)
+    todo = [t for targets in start.values() for t in targets] + list(start)
     while todo:
         sid = todo.pop()
         if sid and sid not in reached:

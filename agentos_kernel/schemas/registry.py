@@ -20,7 +20,16 @@ import orjson
 
 from ..errors import ContractError, DomainError, Err, ErrorCode, Ok, Problem, Result
 from .jsonshape import printable, shape_problem
-from .loading import dangling_refs, keep, load_one, loaded_before, may_refer, meta_problem, read_files
+from .loading import (
+    all_meta_valid,
+    dangling_refs,
+    keep,
+    load_one,
+    loaded_before,
+    may_refer,
+    meta_problem,
+    read_files,
+)
 from .reach import ref_closure, registry_problems, self_contained
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
@@ -52,11 +61,12 @@ class SchemaRegistry:
         raised here). Given by `load` when every file is self-contained (loading.py): the
         ids each schema with a `$ref` refers to; then a schema without one compiles without a
         Registry, and the others with one of the schemas their `$ref`s reach, built once on
-        first use (the only resources a `$ref` of those schemas can resolve to)."""
+        first use (the only resources a `$ref` of that schema can resolve to)."""
         self._schemas = schemas
         self._files = files
         self._refs = refs
         self._registry = jsonschema_rs.Registry(list(schemas.items())) if refs is None else None
+        self._by_reach: dict[frozenset[str], Any] = {}  # self-contained: a Registry per set reached
         self._validators: dict[str, Any] = {}
         self._resolved: dict[str, bytes] = {}
 
@@ -69,19 +79,10 @@ class SchemaRegistry:
         key = tuple((p, raw) for p, raw in read if isinstance(raw, bytes))
         if len(key) == len(read) and (hit := loaded_before(key)) is not None:
             return hit  # type: ignore[no-any-return]
-        schemas: dict[str, dict[str, Any]] = {}
-        files: dict[str, Path | str] = {}
-        problems: list[Problem] = []
-        referring: list[str] = []  # the ids whose bytes may hold a $ref: only these are walked
-        escaped = False  # any file with a `\u` escape (self_contained's test too)
-        for name, raw in read:  # parsed from the bytes read above: the key is what was loaded
-            problem = load_one(name, raw, schemas, files)
-            if problem:
-                problems.append(problem)
-                continue
-            if isinstance(raw, bytes) and may_refer(raw, escape := b"\\u" in raw):
-                referring.append(next(reversed(schemas)))
-                escaped = escaped or escape
+        deferred: list[Any] = []  # draft 2020-12 documents, meta-checked in one call
+        schemas, files, problems, referring, escaped = _parse_all(read, deferred)
+        if problems or not all_meta_valid(deferred):  # each file on its own, as it always was
+            schemas, files, problems, referring, escaped = _parse_all(read, None)
         refs: dict[str, set[str]] = {}
         if not problems:
             problems = dangling_refs(schemas, files, referring, refs)
@@ -158,14 +159,18 @@ class SchemaRegistry:
     def _registry_for(self, schema_id: str) -> Any:
         """The Registry `schema_id` compiles with: every schema's (built at load), or, for
         self-contained files, none for a schema without `$ref` (it resolves nothing) and for
-        the others one of the schemas their `$ref`s reach, built once."""
-        if self._refs is None or (self._registry is not None and schema_id in self._refs):
+        the others one of the schemas its own `$ref`s reach, built once per such set (the
+        canonical request's three need two schemas each, not the 13 every `$ref` reaches)."""
+        if self._refs is None:
             return self._registry
         if schema_id not in self._refs:
             return None
-        reached = ref_closure(self._refs)
-        self._registry = jsonschema_rs.Registry([(s, d) for s, d in self._schemas.items() if s in reached])
-        return self._registry
+        reached = frozenset(ref_closure({schema_id: self._refs[schema_id]}, self._refs))
+        built = self._by_reach.get(reached)
+        if built is None:
+            built = self._by_reach[reached] = jsonschema_rs.Registry(
+                [(s, d) for s, d in self._schemas.items() if s in reached])
+        return built
 
     def violations(self, payload: Any, schema_id: str) -> list[Violation]:
         """The violations of `schema_id` by `payload` (empty when valid; at most
@@ -237,6 +242,26 @@ class SchemaRegistry:
 
         inlined: dict[str, Any] = inline(self.schema(schema_id))  # a schema inlines to a schema
         return inlined
+
+
+def _parse_all(read: list[tuple[str, bytes | OSError]], deferred: list[Any] | None) -> tuple[
+        dict[str, dict[str, Any]], dict[str, Path | str], list[Problem], list[str], bool]:
+    """(schemas, files, problems, the ids whose bytes may hold a `$ref`: only these are
+    walked, whether any file has a `\\u` escape) of the files read, each by `load_one`."""
+    schemas: dict[str, dict[str, Any]] = {}
+    files: dict[str, Path | str] = {}
+    problems: list[Problem] = []
+    referring: list[str] = []
+    escaped = False  # self_contained's test too
+    for name, raw in read:  # parsed from the bytes read: the registry's key is what was loaded
+        problem = load_one(name, raw, schemas, files, deferred)
+        if problem:
+            problems.append(problem)
+            continue
+        if isinstance(raw, bytes) and may_refer(raw, escape := b"\\u" in raw):
+            referring.append(next(reversed(schemas)))
+            escaped = escaped or escape
+    return schemas, files, problems, referring, escaped
 
 
 def unloggable(payload: Any) -> list[Violation]:
