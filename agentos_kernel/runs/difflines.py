@@ -32,12 +32,11 @@ from typing import Any
 
 import orjson
 
-from ..store.events import OPTIONAL_FIELDS, REQUIRED_FIELDS
+from ..store.events import EVENT_KEYS
 from ..store.replay.logview import STRIDE, LogEvents, Row, rows_of
 
 SPAN = 16 * STRIDE
 """Lines read from each log at once (about 0.6 MB of a reference log's bytes)."""
-_KEYS = ({*REQUIRED_FIELDS}, {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
 _ID = re.compile(r"[A-Za-z0-9._-]+")
 ByteRule = Callable[[bytes, bytes, object, bool], bool]
 _ESCAPE = re.compile(rb"\\u")
@@ -126,11 +125,11 @@ def agreeing(a: LogEvents, b: LogEvents, rename: tuple[str, str] | None,
             continue
         esc, bytewise = _ESCAPE.search(chunk) is not None, True
         for xa, xb in zip(la, lb, strict=True):
-            try:  # (as `_row`, inlined: this loop runs once a line)
+            try:  # (as `_row`, inlined: this loop runs once a line, and `_row` is B's parse)
                 d = loads(xa)
             except orjson.JSONDecodeError:
                 d = None
-            if type(d) is dict and d.keys() in _KEYS and type(d["type"]) is str \
+            if type(d) is dict and d.keys() in EVENT_KEYS and type(d["type"]) is str \
                     and type(d["actor"]) is str:
                 x = d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
             else:
@@ -167,7 +166,7 @@ def _row(loads: Callable[[bytes], Any], line: bytes) -> Row | None:
         d = loads(line)
     except orjson.JSONDecodeError:
         return None
-    if type(d) is not dict or d.keys() not in _KEYS or type(d["type"]) is not str \
+    if type(d) is not dict or d.keys() not in EVENT_KEYS or type(d["type"]) is not str \
             or type(d["actor"]) is not str:
         return None
     return d["id"], d["session_id"], d["type"], d["actor"], d["payload"]

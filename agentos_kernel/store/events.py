@@ -25,7 +25,8 @@ LOG_NAME = ".events.jsonl"
 REQUIRED_FIELDS = ("id", "session_id", "ts", "type", "actor", "payload", "schema_version", "parent_id")
 OPTIONAL_FIELDS = ("seq", "chain")
 FIELD_NAMES = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)
-_FAST_KEYS = ({*REQUIRED_FIELDS}, {*FIELD_NAMES})
+EVENT_KEYS = ({*REQUIRED_FIELDS}, {*FIELD_NAMES})
+"""The key sets an event's line may have (without or with seq and chain): `d.keys() in EVENT_KEYS`."""
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -99,7 +100,7 @@ class Event:
     @classmethod
     def from_dict(cls, d: Any, where: str = "event") -> Event:
         """Read an event, naming `where` and the field in any error."""
-        if (isinstance(d, dict) and d.keys() in _FAST_KEYS and type(d["ts"]) is str
+        if (isinstance(d, dict) and d.keys() in EVENT_KEYS and type(d["ts"]) is str
                 and type(d["type"]) is str and type(d["actor"]) is str):
             # The common case, a well-formed line: skip the field-by-field checks.
             if len(d) == len(FIELD_NAMES):

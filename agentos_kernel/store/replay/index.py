@@ -24,11 +24,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from copy import deepcopy
 from typing import Any
 
-from ..events import Event
+from ..events import EVENT_KEYS, Event
 from ..recorder import layer_for
 from .fold import FOLDED_TYPES, Snapshot, _Fold, error_item, hook_item, tool_item, violation_item
 from .logitems import LogItems
-from .logview import _EVENT_KEYS, LogEvents, rows_of
+from .logview import LogEvents, rows_of
 from .snapshot import LISTS, Cost
 
 CHECKPOINT_EVERY = 256
@@ -101,7 +101,7 @@ class ReplayIndex:
         self._layer_marks.append(array("I"))
         log = self.events if isinstance(self.events, LogEvents) else None  # lines to check
         # no session id folded yet; the number of events folded at the next mark
-        keys, e, no_sid, nxt = _EVENT_KEYS, None, True, every
+        keys, e, no_sid, nxt = EVENT_KEYS, None, True, every
         for a, values in self._values():
             for i, e in enumerate(values, a):
                 # LogEvents.rows' check, inlined (a row tuple per event was a tenth of the pass)

@@ -23,9 +23,8 @@ from typing import Any, overload
 
 import orjson
 
-from ..events import OPTIONAL_FIELDS, REQUIRED_FIELDS, Event, LogError, TornTail, report_torn
+from ..events import EVENT_KEYS, Event, LogError, TornTail, report_torn
 
-_EVENT_KEYS = ({*REQUIRED_FIELDS}, {*REQUIRED_FIELDS, *OPTIONAL_FIELDS})
 _Block = tuple[int, bytes, list[int], list[int], list[int]]
 Row = tuple[str, str, str, str, Any]
 """What a fold needs of an event: id, session_id, type, actor, payload."""
@@ -249,7 +248,7 @@ class LogEvents(Sequence[Event]):
             else self._batches(lo, hi, ROWS_BATCH)
         for a, values in batches:
             for i, d in enumerate(values, a):
-                if type(d) is not dict or d.keys() not in _EVENT_KEYS or type(d["type"]) is not str \
+                if type(d) is not dict or d.keys() not in EVENT_KEYS or type(d["type"]) is not str \
                         or type(d["actor"]) is not str:
                     Event.from_dict(d, where=self.where(i))  # raises the error naming the field
                 yield d["id"], d["session_id"], d["type"], d["actor"], d["payload"]
