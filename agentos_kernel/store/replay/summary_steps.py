@@ -127,7 +127,7 @@ def field_step(fold: Any, t: str) -> Step:
     event: events, last_event_id, session_id), and for a report what `_after` keeps of the
     reports (only the latest)."""
     d = fold.d
-    key, field = ("skill", "skill") if t == "skill.invoke" else ("output", "output")
+    key = "skill" if t == "skill.invoke" else "output"  # the summary's key is the payload's field
     report = t == "worker.report"
 
     def step(e: dict[str, Any]) -> None:
@@ -136,7 +136,7 @@ def field_step(fold: Any, t: str) -> Step:
         d["last_event_id"] = eid
         d["session_id"] = d["session_id"] or e["session_id"]
         p = e["payload"]
-        d[key] = p.get(field) if type(p) is dict else None
+        d[key] = p.get(key) if type(p) is dict else None
         if report:
             fold.reports = {eid: None}
     return step
