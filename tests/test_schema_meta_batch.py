@@ -61,7 +61,7 @@ def _workspace_schemas(tmp_path: Path) -> Path:
 def _refused_as_before(root: Path) -> list[str]:
     """The files the load names, once it is asserted to raise exactly the problems of the
     per-file load (the form before the one call)."""
-    expected = registry._parse_all(loading.read_files([root]), None)[2]
+    expected = registry._parse_all(loading.read_files([root]), None).problems
     loading.forget_loaded()
     with pytest.raises(ContractError) as exc:
         SchemaRegistry.load(root)

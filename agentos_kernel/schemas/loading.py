@@ -161,8 +161,7 @@ def load_one(path: str, raw: bytes | OSError, schemas: dict[str, dict[str, Any]]
 
 
 def _stem(path: str) -> str:
-    """`Path(path).stem`: the last name less its suffix (none for a name that only starts
-    with a dot, as `.json`)."""
+    """`Path(path).stem`: the last name less its suffix (none for a name only starting with a dot)."""
     name = path.rpartition("/")[2]
     dot = name.rfind(".")
     return name[:dot] if 0 < dot < len(name) - 1 else name
@@ -278,17 +277,18 @@ def ref_targets(doc: Any) -> set[str]:
     return found
 
 
-def dangling_refs(schemas: dict[str, dict[str, Any]], files: Mapping[str, Path | str],
+def dangling_refs(schemas: dict[str, Any], files: Mapping[str, Path | str],
                   referring: Iterable[str] | None = None,
-                  found: dict[str, set[str]] | None = None) -> list[Problem]:
+                  found: dict[str, set[str]] | None = None,
+                  known: Mapping[str, Iterable[str]] | None = None) -> list[Problem]:
     """A `$ref` to an id that is not loaded names its file (the validator library would
     otherwise fail on it with a bare ValueError). `referring`: the ids whose documents may
     hold a `$ref` (`may_refer`), the others not walked; None walks every one. `found`, if
-    given, gets the targets of each document walked that has a `$ref`."""
+    given, gets the targets of each document walked that has a `$ref`; `known`, a shipped
+    schema's targets (`shipped.SHIPPED`), taken instead of a walk."""
     problems = []
     for sid in schemas if referring is None else referring:
-        doc = schemas[sid]
-        targets = ref_targets(doc)
+        targets = set(known[sid]) if known and sid in known else ref_targets(schemas[sid])
         if found is not None and targets:
             found[sid] = targets
         for target in sorted(targets):

@@ -24,12 +24,11 @@ from .loading import (
     all_meta_valid,
     dangling_refs,
     keep,
-    load_one,
     loaded_before,
-    may_refer,
     meta_problem,
     read_files,
 )
+from .parsed import parse_all as _parse_all
 from .reach import ref_closure, registry_problems, self_contained
 
 # Bounds on a payload that fails its schema, checked before the validator describes the failure:
@@ -55,20 +54,37 @@ def _pointer(parts: Iterable[Any]) -> str:
 class SchemaRegistry:
     """Loads every `*.json` under the schema roots, keyed by `$id` (which must be the file stem)."""
 
-    def __init__(self, schemas: dict[str, dict[str, Any]], files: Mapping[str, Path | str],
+    def __init__(self, schemas: dict[str, Any], files: Mapping[str, Path | str],
                  refs: dict[str, set[str]] | None = None) -> None:
         """`refs`: None builds the jsonschema-rs Registry of every schema now (its errors
         raised here). Given by `load` when every file is self-contained (loading.py): the
         ids each schema with a `$ref` refers to; then a schema without one compiles without a
         Registry, and the others with one of the schemas their `$ref`s reach, built once on
-        first use (the only resources a `$ref` of that schema can resolve to)."""
-        self._schemas = schemas
+        first use (the only resources a `$ref` of that schema can resolve to). A document
+        given as bytes (from `load`: a shipped schema's file, proven by `shipped.py`) is
+        parsed on first use."""
+        self._docs = schemas
         self._files = files
         self._refs = refs
-        self._registry = jsonschema_rs.Registry(list(schemas.items())) if refs is None else None
+        self._registry = jsonschema_rs.Registry(list(self._schemas.items())) if refs is None else None
         self._by_reach: dict[frozenset[str], Any] = {}  # self-contained: a Registry per set reached
         self._validators: dict[str, Any] = {}
         self._resolved: dict[str, bytes] = {}
+
+    @property
+    def _schemas(self) -> dict[str, dict[str, Any]]:
+        """Every schema document by id, each parsed."""
+        for sid in self._docs:
+            self._doc(sid)
+        return self._docs
+
+    def _doc(self, schema_id: str) -> dict[str, Any]:
+        """The document of `schema_id` (KeyError if unknown), parsed from a shipped file's
+        bytes the first time (orjson reads those exactly as the loader would: shipped_make)."""
+        doc = self._docs[schema_id]
+        if isinstance(doc, bytes):
+            doc = self._docs[schema_id] = orjson.loads(doc)
+        return doc  # type: ignore[no-any-return]
 
     @classmethod
     def load(cls, *roots: Path) -> SchemaRegistry:
@@ -80,17 +96,20 @@ class SchemaRegistry:
         if len(key) == len(read) and (hit := loaded_before(key)) is not None:
             return hit  # type: ignore[no-any-return]
         deferred: list[Any] = []  # draft 2020-12 documents, meta-checked in one call
-        schemas, files, problems, referring, escaped = _parse_all(read, deferred)
-        if problems or not all_meta_valid(deferred):  # each file on its own, as it always was
-            schemas, files, problems, referring, escaped = _parse_all(read, None)
+        parsed = _parse_all(read, deferred)
+        if parsed.problems or not all_meta_valid(deferred):  # each file on its own, as it always was
+            parsed = _parse_all(read, None)
+        schemas, files, problems = parsed.schemas, parsed.files, parsed.problems
         refs: dict[str, set[str]] = {}
         if not problems:
-            problems = dangling_refs(schemas, files, referring, refs)
+            problems = dangling_refs(schemas, files, parsed.referring, refs, parsed.targets)
         if problems:
             raise ContractError(problems)
         # every file self-contained: the jsonschema-rs Registry built on first use, of what $refs reach
-        contained = (len(key) == len(read) and not escaped
-                     and self_contained(schemas, [raw for _, raw in key]))
+        # (a shipped file's part of the test proven by shipped_make; the others' tested here)
+        contained = (len(key) == len(read) and not parsed.escaped and parsed.shipped_contained
+                     and self_contained({s: d for s, d in schemas.items() if not isinstance(d, bytes)},
+                                        parsed.raws))
         try:
             loaded = cls(schemas, files, refs if contained else None)
         except ValueError as exc:  # the full Registry refused a schema the meta-check passed
@@ -103,7 +122,7 @@ class SchemaRegistry:
         """A new registry with `docs` (id -> schema) added, for schemas that come from
         somewhere other than a file (an MCP tool's inputSchema); `source` names where in
         problems and `file()`. Each is meta-checked; ContractError names each bad one."""
-        schemas, files = dict(self._schemas), dict(self._files)
+        schemas, files = dict(self._schemas), dict(self._files)  # every document parsed
         problems = []
         for sid, doc in docs.items():
             if sid in schemas:
@@ -123,15 +142,15 @@ class SchemaRegistry:
 
     def ids(self) -> list[str]:
         """Every loaded schema id, sorted."""
-        return sorted(self._schemas)
+        return sorted(self._docs)
 
     def __contains__(self, schema_id: object) -> bool:
-        return schema_id in self._schemas
+        return schema_id in self._docs
 
     def schema(self, schema_id: str) -> dict[str, Any]:
         """The raw schema document; KeyError names the id."""
         try:
-            return self._schemas[schema_id]
+            return self._doc(schema_id)
         except KeyError:
             raise KeyError(f"unknown schema id {schema_id!r}") from None
 
@@ -143,7 +162,7 @@ class SchemaRegistry:
         v = self._validators.get(schema_id)
         if v is None:
             v = jsonschema_rs.Draft202012Validator(  # offline: whatever a schema names, never fetched
-                self._schemas[schema_id], registry=self._registry_for(schema_id), offline=True
+                self._doc(schema_id), registry=self._registry_for(schema_id), offline=True
             )
             self._validators[schema_id] = v
         return v
@@ -152,7 +171,7 @@ class SchemaRegistry:
         """The compiled check of `schema_id` (True: valid; ValueError on a value that is not
         JSON), for a caller that checks many payloads against one schema; KeyError names an
         unknown id. `violations` says what is wrong when it says no."""
-        if schema_id not in self._schemas:
+        if schema_id not in self._docs:
             raise KeyError(f"unknown schema id {schema_id!r}")
         return self._validator(schema_id).is_valid  # type: ignore[no-any-return]
 
@@ -169,7 +188,7 @@ class SchemaRegistry:
         built = self._by_reach.get(reached)
         if built is None:
             built = self._by_reach[reached] = jsonschema_rs.Registry(
-                [(s, d) for s, d in self._schemas.items() if s in reached])
+                [(s, self._doc(s)) for s in self._docs if s in reached])
         return built
 
     def violations(self, payload: Any, schema_id: str) -> list[Violation]:
@@ -179,7 +198,7 @@ class SchemaRegistry:
         where it is."""
         v = self._validators.get(schema_id)  # compiled already: the common case, one lookup
         if v is None:
-            if schema_id not in self._schemas:
+            if schema_id not in self._docs:
                 raise KeyError(f"unknown schema id {schema_id!r}")
             v = self._validator(schema_id)
         try:
@@ -200,7 +219,7 @@ class SchemaRegistry:
     def validate(self, payload: Any, schema_id: str, *, loggable: bool = True) -> Result[Any]:
         """`Ok(payload)` when valid and, with `loggable`, one a log can hold (`unloggable`);
         `Err(SCHEMA_INVALID | SCHEMA_NOT_FOUND)` otherwise."""
-        if schema_id not in self._schemas:
+        if schema_id not in self._docs:
             return Err(
                 DomainError(
                     "schema",
@@ -233,8 +252,8 @@ class SchemaRegistry:
         def inline(node: Any) -> Any:
             if isinstance(node, dict):
                 ref = node.get("$ref")
-                if isinstance(ref, str) and ref in self._schemas:
-                    return inline({k: v for k, v in self._schemas[ref].items() if k != "$id"})
+                if isinstance(ref, str) and ref in self._docs:
+                    return inline({k: v for k, v in self._doc(ref).items() if k != "$id"})
                 return {k: inline(v) for k, v in node.items() if k not in ("$schema", "$id")}
             if isinstance(node, list):
                 return [inline(x) for x in node]
@@ -242,26 +261,6 @@ class SchemaRegistry:
 
         inlined: dict[str, Any] = inline(self.schema(schema_id))  # a schema inlines to a schema
         return inlined
-
-
-def _parse_all(read: list[tuple[str, bytes | OSError]], deferred: list[Any] | None) -> tuple[
-        dict[str, dict[str, Any]], dict[str, Path | str], list[Problem], list[str], bool]:
-    """(schemas, files, problems, the ids whose bytes may hold a `$ref`: only these are
-    walked, whether any file has a `\\u` escape) of the files read, each by `load_one`."""
-    schemas: dict[str, dict[str, Any]] = {}
-    files: dict[str, Path | str] = {}
-    problems: list[Problem] = []
-    referring: list[str] = []
-    escaped = False  # self_contained's test too
-    for name, raw in read:  # parsed from the bytes read: the registry's key is what was loaded
-        problem = load_one(name, raw, schemas, files, deferred)
-        if problem:
-            problems.append(problem)
-            continue
-        if isinstance(raw, bytes) and may_refer(raw, escape := b"\\u" in raw):
-            referring.append(next(reversed(schemas)))
-            escaped = escaped or escape
-    return schemas, files, problems, referring, escaped
 
 
 def unloggable(payload: Any) -> list[Violation]:
