@@ -24,6 +24,8 @@ that thing costs:
 - flow reads: only reading what the flow checks read (each hook's name and decision, each
   transition's from and to, each request's and answer's call id: C-level maps per chunk),
   none of the checks themselves;
+- flow calls: a call that does nothing, with a flow handler's arguments, for each event of a
+  type that has a handler (what dispatching to `FlowFold.handlers` costs before any body);
 - audit: `audit_log` itself (every check, the report).
 
 Instructions: the slope between two children under `valgrind --tool=callgrind`
@@ -66,7 +68,9 @@ from agentos_kernel.labs.audit.log import audit_log  # noqa: E402
 _loads, _dumps, _SORT, _sha = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS, hashlib.sha256
 _KEYSET = frozenset(KEYS)
 _CHAIN_KEY = b',"chain":"'
-STEPS = ("read", "parse", "canonical", "chain", "envelope", "parents", "flow reads")
+STEPS = ("read", "parse", "canonical", "chain", "envelope", "parents", "flow reads", "flow calls")
+_HANDLED = dict.fromkeys(("llm.request", "llm.response", "llm.error", "tool.invoke", "tool.result",
+                          "agent.transition", "hook.fired"))
 
 
 class Broken(Exception):
@@ -150,7 +154,16 @@ def _envelope(lines: list[bytes], objs: list[dict], level: int, prev: bytes, e: 
                         ("llm.request", ("call_id",)), ("llm.response", ("call_id",))):
             for key in keys:
                 list(map(dict.get, of[t], repeat(key)))
+    if level >= 7:  # dispatch alone: a call doing nothing per event of a type with a handler
+        handled = _HANDLED
+        for t, i, par, p, x in zip(typ, eid, pid, payload, seqs, strict=True):
+            if t in handled:
+                _noop(t, i, par, p, x, x, x)
     return prev, e + m, sid, form
+
+
+def _noop(t: str, i: str, par: object, p: dict, x: int, n: int, pos: int) -> None:
+    """What a flow handler costs before its body (FlowFold.handlers' signature)."""
 
 
 def arms(path: Path) -> dict[str, Callable[[], object]]:
