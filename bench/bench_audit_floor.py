@@ -71,6 +71,7 @@ _CHAIN_KEY = b',"chain":"'
 STEPS = ("read", "parse", "canonical", "chain", "envelope", "parents", "flow reads", "flow calls")
 _HANDLED = dict.fromkeys(("llm.request", "llm.response", "llm.error", "tool.invoke", "tool.result",
                           "agent.transition", "hook.fired"))
+_NONE: dict[str, None] = {}
 
 
 class Broken(Exception):
@@ -135,18 +136,7 @@ def _envelope(lines: list[bytes], objs: list[dict], level: int, prev: bytes, e: 
                 raise Broken("chain")
             prev = c.encode()
     else:
-        (prefix, fmt), s = form, e - 1
-        width = len(prefix)
-        for line, k, c, par in zip(lines, at, digest, pid, strict=True):
-            if _sha(prev + line[:k] + line[k + 75:]).hexdigest() != c:
-                raise Broken("chain")
-            if par is not None:
-                j = int(par[width:])
-                # every seq below e was read, each with its counter id (the chunks before)
-                if not (0 < j <= s and par == (eid[j - e] if j >= e else prefix + format(j, fmt))):
-                    raise Broken("parent")
-            s += 1
-            prev = c.encode()
+        prev = _parents(lines, at, digest, pid, eid, typ, payload, prev, e, form, level >= 7)
     if level >= 6:
         of = {t: list(compress(payload, map(eq, typ, repeat(t))))
               for t in ("hook.fired", "agent.transition", "llm.request", "llm.response")}
@@ -154,12 +144,28 @@ def _envelope(lines: list[bytes], objs: list[dict], level: int, prev: bytes, e: 
                         ("llm.request", ("call_id",)), ("llm.response", ("call_id",))):
             for key in keys:
                 list(map(dict.get, of[t], repeat(key)))
-    if level >= 7:  # dispatch alone: a call doing nothing per event of a type with a handler
-        handled = _HANDLED
-        for t, i, par, p, x in zip(typ, eid, pid, payload, seqs, strict=True):
-            if t in handled:
-                _noop(t, i, par, p, x, x, x)
     return prev, e + m, sid, form
+
+
+def _parents(lines: list[bytes], at: list[int], digest: tuple, pid: tuple, eid: tuple, typ: tuple,
+             payload: tuple, prev: bytes, e: int, form: tuple[str, str], calls: bool) -> bytes:
+    """The chain and the parents event by event; with `calls`, also a call doing nothing per
+    event of a type with a flow handler, in the same loop (the dispatch alone)."""
+    (prefix, fmt), s = form, e - 1
+    width, handled = len(prefix), _HANDLED if calls else _NONE
+    for line, k, c, par, t, i, p in zip(lines, at, digest, pid, typ, eid, payload, strict=True):
+        if _sha(prev + line[:k] + line[k + 75:]).hexdigest() != c:
+            raise Broken("chain")
+        if par is not None:
+            j = int(par[width:])
+            # every seq below e was read, each with its counter id (the chunks before)
+            if not (0 < j <= s and par == (eid[j - e] if j >= e else prefix + format(j, fmt))):
+                raise Broken("parent")
+        s += 1
+        prev = c.encode()
+        if t in handled:  # (an empty dict but for the flow calls)
+            _noop(t, i, par, p, s, s, s)
+    return prev
 
 
 def _noop(t: str, i: str, par: object, p: dict, x: int, n: int, pos: int) -> None:
