@@ -29,7 +29,7 @@ import orjson
 from ..schemas.jsondiff import MISSING, first_difference, rename_session
 from ..store.events import LogError
 from ..store.replay.logview import LogEvents, Row, rows_of
-from .difflines import agreeing
+from .difflines import IGNORED, agreeing
 from .diffrows import DiffRow, DiffRows, _Tail, step_of
 
 if TYPE_CHECKING:
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["IGNORED", "DiffRow", "DiffRows", "Divergence", "EventsDiff", "RoleUsage", "align_key",
            "diff_events", "step_of", "usage", "view"]
 
-IGNORED = {"hook.fired": ("ms",), "llm.response": ("attempts", "chunks")}
-"""Payload fields that measure the run rather than decide it (wall time, retries)."""
 
 
 @dataclass(frozen=True)
@@ -203,8 +201,11 @@ def _same_fast(a: Sequence[Event], b: Sequence[Event], rename: tuple[str, str] |
     def same(x: Row, y: Row) -> bool:
         if x[2] != y[2] or x[3] != y[3] or (old and (old in x[2] or old in x[3])):
             return False
-        ja = orjson.dumps(_payload(x))
-        return ja == orjson.dumps(_payload(y)) and not (old and needle in ja)
+        try:
+            ja = orjson.dumps(_payload(x))
+            return ja == orjson.dumps(_payload(y)) and not (old and needle in ja)
+        except orjson.JSONEncodeError:  # nested deeper than orjson encodes: the exact walk
+            return False
 
     return same
 
