@@ -1,6 +1,8 @@
-"""Where the canonical request's instructions go above its hand-written floor, by removal, and
-what each form of redaction costs: the measurements behind RESULTS.md's "Session 5, hotpath4"
-(run by hand, never in the test suite; needs `valgrind` on PATH).
+"""The request's instructions by removal, and each form of redaction's, counted (callgrind).
+
+Where the canonical request's instructions go above its hand-written floor, and what each form
+of a redaction decision costs: the measurements behind RESULTS.md's "Session 5, hotpath4" (run
+by hand, never in the test suite; needs `valgrind` on PATH).
 
     python bench/bench_request_parts.py [--calls 10] [--only request,parts,redaction]
 
