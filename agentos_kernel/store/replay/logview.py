@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, overload
 
@@ -51,8 +52,25 @@ class LogEvents(Sequence[Event]):
 
     def __init__(self, path: Path | str, on_torn: Callable[[TornTail], None] | None = None) -> None:
         self.path = Path(path)
+        list(self._open(on_torn, parse=False))  # the scan alone: it yields nothing
+
+    @classmethod
+    def parsing(cls, path: Path | str, on_torn: Callable[[TornTail], None] | None = None
+                ) -> tuple[LogEvents, Iterator[tuple[int, Iterable[Any]]]]:
+        """A LogEvents and what its `batches()` gives, from one read: the scan parses the
+        lines it reads (a chunk whose every line is JSON has no blank line). The LogEvents is
+        whole once the iterator is; from a chunk with a line that is not JSON on, the scan
+        is `__init__`'s and the lines are read by `batches` after it (its errors, warnings)."""
+        self = cls.__new__(cls)
+        self.path = Path(path)
+        return self, self._open(on_torn, parse=True)
+
+    def _open(self, on_torn: Callable[[TornTail], None] | None,
+              parse: bool) -> Iterator[tuple[int, Iterable[Any]]]:
         starts, lines = array("Q"), array("Q")
-        count = blanks = offset = 0  # events and blank lines so far: a line's number is their sum
+        self._starts, self._lines = starts, lines
+        self._cache: dict[int, _Block] = {}
+        count = blanks = offset = parsed = 0  # events, blank lines (a line's number is their sum)
         last_at = last_end = last_line = 0  # the last event line's start, end and number
         size, fd = _CHUNK, os.open(self.path, os.O_RDONLY)
         try:
@@ -65,6 +83,24 @@ class LogEvents(Sequence[Event]):
                 cut = buf.rfind(b"\n") + 1 if len(buf) == size else len(buf)  # all at the end
                 if not cut:  # a line longer than a read: read more of it
                     size *= 2
+                    continue
+                values = None
+                if parse and parsed == count and buf[cut - 1] == 0x0A:
+                    parts = buf.split(b"\n")
+                    parts.pop()  # the unfinished line, or the empty one after the last newline
+                    with suppress(orjson.JSONDecodeError):  # else scanned, and read after it
+                        values = list(map(orjson.loads, parts))
+                if values is not None:  # every line JSON: none blank, each an event
+                    lens = list(map(len, parts))  # the offsets from the split
+                    for j in range(-count & _MASK, len(parts), STRIDE):
+                        starts.append(offset + sum(lens[:j]) + j)
+                        lines.append(count + blanks + j + 1)
+                    last_at, last_end, last_line = offset + cut - 1 - lens[-1], offset + cut, \
+                        count + blanks + len(parts)
+                    a, count = count, count + len(parts)
+                    parsed, self._len, self._end, offset = count, count, offset + cut, offset + cut
+                    self._cache.pop((a - 1) // STRIDE, None)  # a block `where` read cut at a
+                    yield a, values
                     continue
                 pos, last, find = 0, -1, buf.find
                 # A loop a line, as lean as it goes (it is a tenth of opening a widget): canonical
@@ -86,13 +122,14 @@ class LogEvents(Sequence[Event]):
                 offset, size = offset + cut, _CHUNK
         finally:
             os.close(fd)
-        self._starts, self._lines, self._len, self._end = starts, lines, count, offset
-        self._cache: dict[int, _Block] = {}
+        self._len, self._end, self._cache = count, offset, {}
         if count and not self._ended_by_newline() and not self._parses(count - 1):
             # the final segment is not JSON: a torn line, set aside
             report_torn(TornTail(self.path, last_line, last_at, last_end - last_at), on_torn)
             # (an offset indexed at the torn line, if any, ends the block before it: unused)
             self._len, self._end, self._cache = count - 1, last_at, {}
+        if parse and parsed < self._len:
+            yield from self._batches(parsed, self._len, ROWS_BATCH)
 
     def _ended_by_newline(self) -> bool:
         if not self._end:
