@@ -88,9 +88,8 @@ def test_an_empty_log_and_a_bad_every(tmp_path: Path) -> None:
         open_indexed(empty, 0)
 
 
-def test_each_byte_of_a_clean_log_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write_long_session(tmp_path, "s", 3000)
-    size = path.stat().st_size
+def counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the reads LogEvents makes from now on (os.pread counted)."""
     read: list[int] = []
     real = logview.os.pread
 
@@ -100,6 +99,13 @@ def test_each_byte_of_a_clean_log_is_read_once(tmp_path: Path, monkeypatch: pyte
         return got
 
     monkeypatch.setattr(logview.os, "pread", pread)
+    return read
+
+
+def test_each_byte_of_a_clean_log_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_long_session(tmp_path, "s", 3000)
+    size = path.stat().st_size
+    read = counted_reads(monkeypatch)
     ReplayIndex(LogEvents(path))
     assert sum(read) >= 2 * size  # the scan, then the pass
     read.clear()

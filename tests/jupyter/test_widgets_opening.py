@@ -12,8 +12,9 @@ import ipywidgets as W
 import pytest
 
 from agentos_kernel.jupyter import LayerStepper, ReplayScrubber, run_agent
-from agentos_kernel.store.replay import logview
 from agentos_kernel.testing import write_long_session
+
+from ..test_replay_opened import counted_reads
 
 SCRUBBER_VIEWS = ("header", "diff_view", "snapshot_view")
 
@@ -74,15 +75,7 @@ def test_opening_sends_no_state_after_making_a_widget(ws: Path, long_session: st
 
 def test_opening_a_session_id_reads_its_log_once(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_long_session(ws / "sessions", "long", 3000)
-    read: list[int] = []
-    real = logview.os.pread
-
-    def pread(fd: int, n: int, at: int) -> bytes:
-        got = real(fd, n, at)
-        read.append(len(got))
-        return got
-
-    monkeypatch.setattr(logview.os, "pread", pread)
+    read = counted_reads(monkeypatch)
     for cls in (LayerStepper, ReplayScrubber):
         read.clear()
         cls("long", workspace=ws)
