@@ -66,6 +66,7 @@ def _same(old: Any, new: Any, rnd: random.Random) -> None:
 def test_one_read_opens_what_two_reads_opened(tmp_path: Path, seed: int, chunk: int,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(logview, "_CHUNK", chunk)
+    monkeypatch.setattr(logview, "_PARSED_CHUNK", chunk)
     rnd = random.Random(seed)
     path = _generated(tmp_path, seed) if seed % 2 else _event_log(tmp_path, seed, rnd.randint(1, 900))
     if seed % 5 == 0:  # a line that is JSON but no event, somewhere
