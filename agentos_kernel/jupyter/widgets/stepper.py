@@ -22,7 +22,9 @@ from ...store.events import Event
 from ...store.recorder import layer_of
 from ...store.replay.fold import Snapshot
 from ...store.replay.index import ReplayIndex
+from ...store.replay.opened import open_indexed
 from ...telemetry.trace import summary
+from ...workspace import find_workspace
 from ..layers import (
     FAILURE_TYPES,
     GATED_BY,
@@ -35,12 +37,23 @@ from ..layers import (
     schema_files,
     schema_of,
 )
-from ..source import open_session
+from ..source import SessionData, open_session, session_log
 from .snapview import diff_snapshots, snapshot_rows
 
 __all__ = ["LayerStepper", "ReplayScrubber", "diff_snapshots"]
 
 _RED = "color:#cf222e"
+
+
+def _open(session: Any, workspace: Path | str | None) -> tuple[SessionData, ReplayIndex]:
+    """`open_session` and a ReplayIndex of its events; a session id's log read once."""
+    if not isinstance(session, str):
+        data = open_session(session, workspace)
+        return data, ReplayIndex(data.events)
+    path = session_log(session, workspace)  # UnknownSession, as open_session raises it
+    events, index = open_indexed(path)
+    return SessionData(session, events, find_workspace(
+        Path(workspace) if workspace is not None else None)), index
 
 
 class LayerStepper(W.VBox):
@@ -49,31 +62,30 @@ class LayerStepper(W.VBox):
     decision that gated it, its payload, and the snapshot so far."""
 
     def __init__(self, session: Any, *, workspace: Path | str | None = None, start: int = 1) -> None:
-        data = open_session(session, workspace)
+        data, self.replay_index = _open(session, workspace)
         if not data.events:
             raise ValueError(f"session {data.session_id!r} has no events to step through")
         self.session_id: str = data.session_id
         self.events: Sequence[Event] = data.events
-        self.replay_index = ReplayIndex(data.events)
         self._files = schema_files(data.workspace.contract_dir("schemas"))
         n = len(self.events)
-        self.prev_button = W.Button(description="◀ Prev", tooltip="previous event")
-        self.next_button = W.Button(description="Next ▶", tooltip="next event")
-        self.slider = W.IntSlider(value=min(max(start, 1), n), min=1, max=n, description="event",
-                                  continuous_update=True)
-        self.position, self.diagram = W.HTML(), W.HTML()
-        self.event_view, self.schema_view, self.hook_view = W.HTML(), W.HTML(), W.HTML()
-        self.payload_view, self.snapshot_view = W.HTML(), W.HTML()
+        i = min(max(start, 1), n)
+        # Each widget made with what it first shows: a value set after it is made is one more
+        # state message per widget (and its get_state), for the same first view.
+        shown = self._shown(i)
+        self.prev_button = W.Button(description="◀ Prev", tooltip="previous event", disabled=i <= 1)
+        self.next_button = W.Button(description="Next ▶", tooltip="next event", disabled=i >= n)
+        self.slider = W.IntSlider(value=i, min=1, max=n, description="event", continuous_update=True)
+        self.position, self.diagram, self.event_view, self.schema_view, self.hook_view, \
+            self.payload_view, self.snapshot_view = (W.HTML(value) for value in shown)
         details = W.VBox([self.event_view, self.schema_view, self.hook_view, self.payload_view,
                           self.snapshot_view], layout=W.Layout(width="64%"))
         super().__init__(children=[
             W.HBox([self.prev_button, self.slider, self.next_button, self.position]),
-            W.HBox([self.diagram, details])])
-        self.add_class("agentos-stepper")
+            W.HBox([self.diagram, details])], _dom_classes=["agentos-stepper"])
         self.prev_button.on_click(lambda _b: self.prev())
         self.next_button.on_click(lambda _b: self.next())
         self.slider.observe(lambda _change: self._render(), names="value")
-        self._render()
 
     # -- driving it -----------------------------------------------------------------
     @property
@@ -105,24 +117,33 @@ class LayerStepper(W.VBox):
         self.go(self.index - 1)
 
     # -- what it shows --------------------------------------------------------------
+    _VIEWS = ("position", "diagram", "event_view", "schema_view", "hook_view", "payload_view",
+              "snapshot_view")
+
     def _render(self) -> None:
-        i, ev, n = self.index, self.event, len(self.events)
-        layer = layer_of(ev)
+        i, n = self.index, len(self.events)
         self.prev_button.disabled, self.next_button.disabled = i <= 1, i >= n
-        self.position.value = f"<b>{esc(self.session_id)}</b> · event {i} of {n}"
+        for name, value in zip(self._VIEWS, self._shown(i), strict=True):
+            getattr(self, name).value = value
+
+    def _shown(self, i: int) -> tuple[str, ...]:
+        """What each of the _VIEWS shows at event i (1-based)."""
+        ev, n = self.events[i - 1], len(self.events)
+        layer = layer_of(ev)
         counts = self.replay_index.layer_counts(i)
-        self.diagram.value = diagram_html(layer, set(counts), counts)
         failed = ev.type in FAILURE_TYPES
-        self.event_view.value = (
+        return (
+            f"<b>{esc(self.session_id)}</b> · event {i} of {n}",
+            diagram_html(layer, set(counts), counts),
             f'<div class="agentos-event" data-layer="{layer}" style="{_RED if failed else ""}">'
             f"<b>#{ev.seq or i} {esc(ev.type)}</b> · {layer} {esc(LAYER_NAMES.get(layer, ''))} · "
-            f"actor <code>{esc(ev.actor)}</code><br>{esc(summary(ev))}</div>")
-        self.schema_view.value = self._schema_html(ev)
-        self.hook_view.value = self._hook_html(i - 1, ev)
-        self.payload_view.value = ("<b>payload</b><pre style='max-height:14em;overflow:auto'>"
-                                   f"{esc(pretty(ev.payload))}</pre>")
-        self.snapshot_view.value = ("<b>snapshot so far</b> (replayed from the log)"
-                                    + snapshot_rows(self.replay_index.view(i), compact=True))
+            f"actor <code>{esc(ev.actor)}</code><br>{esc(summary(ev))}</div>",
+            self._schema_html(ev),
+            self._hook_html(i - 1, ev),
+            "<b>payload</b><pre style='max-height:14em;overflow:auto'>"
+            f"{esc(pretty(ev.payload))}</pre>",
+            "<b>snapshot so far</b> (replayed from the log)"
+            + snapshot_rows(self.replay_index.view(i), compact=True))
 
     def _schema_html(self, ev: Event) -> str:
         sid = schema_of(ev)
@@ -161,19 +182,17 @@ class ReplayScrubber(W.VBox):
 
     def __init__(self, session: Any, *, workspace: Path | str | None = None,
                  start: int | None = None) -> None:
-        data = open_session(session, workspace)
+        data, self.replay_index = _open(session, workspace)
         self.session_id: str = data.session_id
         self.events: Sequence[Event] = data.events
-        self.replay_index = ReplayIndex(data.events)
         n = len(self.events)
-        self.slider = W.IntSlider(value=n if start is None else min(max(start, 0), n), min=0, max=n,
-                                  description="after event", continuous_update=True,
-                                  style={"description_width": "initial"})
-        self.header, self.diff_view, self.snapshot_view = W.HTML(), W.HTML(), W.HTML()
-        super().__init__(children=[self.slider, self.header, self.diff_view, self.snapshot_view])
-        self.add_class("agentos-scrubber")
+        k = n if start is None else min(max(start, 0), n)
+        self.header, self.diff_view, self.snapshot_view = (W.HTML(v) for v in self._shown(k))
+        self.slider = W.IntSlider(value=k, min=0, max=n, description="after event",
+                                  continuous_update=True, style={"description_width": "initial"})
+        super().__init__(children=[self.slider, self.header, self.diff_view, self.snapshot_view],
+                         _dom_classes=["agentos-scrubber"])
         self.slider.observe(lambda _change: self._render(), names="value")
-        self._render()
 
     @property
     def at(self) -> int:
@@ -189,32 +208,36 @@ class ReplayScrubber(W.VBox):
         """What the event at `at` changed (empty at 0)."""
         return self._diff(self.replay_index.snapshot)
 
-    def _diff(self, at: Callable[[int], Snapshot]) -> list[tuple[str, str, str]]:
-        return diff_snapshots(at(self.at - 1), at(self.at)) if self.at else []
+    def _diff(self, at: Callable[[int], Snapshot], k: int | None = None) -> list[tuple[str, str, str]]:
+        k = self.at if k is None else k
+        return diff_snapshots(at(k - 1), at(k)) if k else []
 
     def go(self, k: int) -> None:
         self.slider.value = min(max(int(k), 0), len(self.events))
 
     def _render(self) -> None:
-        k, n = self.at, len(self.events)
+        self.header.value, self.diff_view.value, self.snapshot_view.value = self._shown(self.at)
+
+    def _shown(self, k: int) -> tuple[str, str, str]:
+        """What the header, diff and snapshot views show after event k."""
+        n = len(self.events)
         if k == 0:
-            self.header.value = f"<b>{esc(self.session_id)}</b> · before any event (the empty snapshot)"
+            header = f"<b>{esc(self.session_id)}</b> · before any event (the empty snapshot)"
         else:
             ev = self.events[k - 1]
-            self.header.value = (f"<b>{esc(self.session_id)}</b> · state after event {k} of {n}: "
-                                 f"<code>#{ev.seq or k} {esc(ev.type)}</code> ({layer_of(ev)}) — "
-                                 f"{esc(summary(ev))}")
-        changes = self._diff(self.replay_index.view)  # what `diff` says, the lists read as shown
+            header = (f"<b>{esc(self.session_id)}</b> · state after event {k} of {n}: "
+                      f"<code>#{ev.seq or k} {esc(ev.type)}</code> ({layer_of(ev)}) — "
+                      f"{esc(summary(ev))}")
+        changes = self._diff(self.replay_index.view, k)  # what `diff` says, the lists read as shown
         rows = "".join(f'<tr><td style="text-align:left"><b>{esc(f)}</b></td><td style="text-align:left">'
                        f"<code>{esc(clip(o, 120))}</code> → <code>{esc(clip(w, 200))}</code></td></tr>"
                        for f, o, w in changes)
-        self.diff_view.value = (
-            '<div class="agentos-diff"><b>changed by this event</b>'
-            + (f"<table>{rows}</table>" if rows else " nothing (the snapshot is the same as before)")
-            + "</div>")
-        self.snapshot_view.value = ("<b>snapshot</b> (pure replay: nothing re-executed)"
-                                    + snapshot_rows(self.replay_index.view(k),
-                                                    {f.split(".")[0] for f, _, _ in changes}))
+        diff = ('<div class="agentos-diff"><b>changed by this event</b>'
+                + (f"<table>{rows}</table>" if rows else " nothing (the snapshot is the same as before)")
+                + "</div>")
+        return header, diff, ("<b>snapshot</b> (pure replay: nothing re-executed)"
+                              + snapshot_rows(self.replay_index.view(k),
+                                              {f.split(".")[0] for f, _, _ in changes}))
 
     def __repr__(self) -> str:
         return f"ReplayScrubber({self.session_id}: after event {self.at} of {len(self.events)})"
