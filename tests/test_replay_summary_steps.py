@@ -134,3 +134,22 @@ def test_a_long_log_is_folded_one_call_an_event_its_costs_in_units(workspace: Pa
     seen = dict(calls)
     assert report.ok and got is not None and got == rt.replay_summary("long") and got.llm_calls > 300
     assert seen == {"_own_step": 5, "_other": 3}  # the first skill.invoke and worker.report, the close
+
+
+def test_the_steps_look_fields_up_by_the_key_objects_orjson_gives() -> None:
+    # orjson's key cache gives one str object per key, the same for every dict it reads; a
+    # step looking a field up by that object skips comparing characters.
+    import orjson
+
+    from agentos_kernel.store.replay.summary_steps import key, tally_step
+
+    parsed = orjson.loads(b'{"payload":{"decision":"allow"}}')
+    payload, decision = next(iter(parsed)), next(iter(parsed["payload"]))
+    assert key("payload") is payload and key("decision") is decision
+    tally: dict[str, int] = {}
+    step = tally_step(tally, [], "decision")
+    cells = [c.cell_contents for c in step.__closure__ or ()]
+    assert any(c is payload for c in cells) and any(c is decision for c in cells)
+    step(parsed)
+    step({"payload": {"decision": "deny"}})  # keys of other objects: found all the same
+    assert tally == {"allow": 1, "deny": 1}

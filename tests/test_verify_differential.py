@@ -269,3 +269,33 @@ def test_each_sees_every_event_in_order_and_takes_no_fold_beside_it(tmp_path: Pa
     assert seen == list(range(1, 2101))
     with pytest.raises(ValueError, match="not both"):
         verify_lines(lines, Path("x.jsonl"), each=print, fold=_BoundedFold(3))
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_each_forgery_on_a_line_the_fast_path_takes_is_named_as_the_general_path_names_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
+    # Lines 41 and 71 of a long session: their actor and type were seen before, so Scan.run
+    # reads them (the seq, session id and writer's id it writes into what it read, then
+    # compares the canonical encoding with the line: a forged one of them is named as before).
+    log = write_long_session(tmp_path, "w", 100).read_bytes().splitlines(keepends=True)
+    for k in (40, 70):
+        for forge in ("none", "bytes", "values"):
+            data = _tamper(list(log), [(edit, k, forge, "none", 0)])
+            fast = verify_lines(data, Path("x.jsonl")).to_dict()
+            assert fast == _general(monkeypatch, data), (edit, k, forge)
+
+
+def test_the_fast_loop_reads_the_ten_fields_by_the_key_objects_orjson_gives(tmp_path: Path) -> None:
+    # Scan.run's getter takes its keys from a line that checked out: orjson gives the same str
+    # object for a key each time, and a lookup by that object skips comparing characters. Any
+    # dict is read the same (an equal key of another object is found too).
+    from agentos_kernel.store.integrity_seen import TEN, ten_fields
+
+    lines = write_long_session(tmp_path, "k", 40).read_bytes().splitlines(keepends=True)
+    last, other = orjson.loads(lines[5]), orjson.loads(lines[30])
+    getter = ten_fields(last)
+    keys = getter.__reduce__()[1]
+    assert keys == TEN
+    assert all(any(k is j for j in other) for k in keys)  # the very objects orjson hands out
+    assert getter(other) == tuple(other[k] for k in TEN)
+    assert ten_fields(None)({k: k for k in TEN}) == TEN  # no line yet: the literals

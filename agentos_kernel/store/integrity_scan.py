@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from itertools import count, repeat
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,9 @@ import orjson
 
 from .dupkeys import duplicate_key
 from .events import Event, LogError, canonical, chain_of
-from .integrity_seen import Finding, Seen, id_form, missing, writer_ids
+from .integrity_seen import Finding, Seen, id_form, missing, ten_fields, writer_ids
 
 _CANONICAL_LINE = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-_ENVELOPE = itemgetter("seq", "id", "session_id", "actor", "ts", "type", "chain", "parent_id", "payload",
-                       "schema_version")
 _REMEMBERED = 256
 """How many actors and types a Scan remembers (`Scan.run` takes a line only with one of them)."""
 
@@ -102,12 +99,13 @@ class Scan(Seen):
         anchor = self.anchor or ""  # never a chain: a str compared with a str, not with None
         top: Any = self.top
         last: Any = self.last
+        envelope = ten_fields(last)
         want, stop = first - 1, None
         for raw, want, e in zip(lines, count(first), expected):
             try:  # the ten fields, no other key; the expected seq and id; the session's id; ts
                 # a str; an actor and a type seen before (the caches hold str keys only)
                 obj = loads(raw)
-                q, i, s, a, ts, t, chain, _, _, _ = _ENVELOPE(obj)
+                q, i, s, a, ts, t, chain, _, _, _ = envelope(obj)
                 head, cut = heads[a]
                 step = steps[t]
                 if (q != want or type(q) is not int or len(obj) != 10 or s != sid or type(ts) is not str

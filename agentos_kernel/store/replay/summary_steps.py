@@ -25,12 +25,21 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 LIMIT = 10**14
 """The largest |units| (1e-8 USD) summed as integers: 1e6 USD."""
 _KNOWN = 1024
 """How many distinct cost values a summary remembers in units (a long log repeats a few)."""
 NOT_A_STRING = "(not a string)"
 Step = Callable[[dict[str, Any]], None]
+
+
+def key(k: str) -> str:
+    """orjson's own str object for the key `k`: its key cache hands out the same one for every
+    dict it reads, and a lookup by that object skips comparing characters (an equal key of
+    another object is found all the same: only the speed depends on it)."""
+    return next(iter(orjson.loads(b'{' + orjson.dumps(k) + b':0}')))
 
 
 def units_of(x: Any) -> int | None:
@@ -56,12 +65,14 @@ def cost_step(d: dict[str, Any], slow: Step) -> Step:
     units = total_units(cost["cost_usd"])  # None: the old arithmetic only
     known: dict[Any, int] = {}  # a cost value as read -> its units (units_of(float(value))), >= 0
 
+    payload, use, usd, tin, tout = map(key, ("payload", "usage", "cost_usd", "input_tokens", "output_tokens"))
+
     def step(e: dict[str, Any]) -> None:
         nonlocal units
         try:  # not a dict, a key missing, a value not known: the old step (TypeError, KeyError)
-            usage = e["payload"]["usage"]
-            k = units + known[usage["cost_usd"]]  # type: ignore[operator]
-            i, o = usage["input_tokens"], usage["output_tokens"]
+            usage = e[payload][use]
+            k = units + known[usage[usd]]  # type: ignore[operator]
+            i, o = usage[tin], usage[tout]
         except (KeyError, TypeError):
             units = _slow(e)
             return
@@ -90,8 +101,10 @@ def cost_step(d: dict[str, Any], slow: Step) -> Step:
 def tally_step(tally: dict[str, int], recent: Any, field: str) -> Step:
     """A hook decision's or a tool call's step: `field` of the payload tallied, the payload
     kept among the recent ones ({} for one that is not an object), as `_tally` does."""
+    payload, field = key("payload"), key(field)
+
     def step(e: dict[str, Any]) -> None:
-        p = e["payload"]
+        p = e[payload]
         if type(p) is dict:
             name = p.get(field)
             if type(name) is not str:
@@ -107,13 +120,14 @@ def transition_step(fold: Any, wrong: tuple[type[Exception], ...]) -> Step:
     """agent.transition's step (`_Fold.transition`): the state, the role's last state, rework."""
     d = fold.d
     roles = d["roles"]
+    payload, to_, actor = key("payload"), key("to"), key("actor")
 
     def step(e: dict[str, Any]) -> None:
-        p = e["payload"]
-        to = p.get("to") if type(p) is dict else None
+        p = e[payload]
+        to = p.get(to_) if type(p) is dict else None
         d["state"] = to
         try:
-            roles[e["actor"]] = to
+            roles[e[actor]] = to
         except wrong:
             fold.failed = True
             return
@@ -127,16 +141,18 @@ def field_step(fold: Any, t: str) -> Step:
     event: events, last_event_id, session_id), and for a report what `_after` keeps of the
     reports (only the latest)."""
     d = fold.d
-    key = "skill" if t == "skill.invoke" else "output"  # the summary's key is the payload's field
+    name = "skill" if t == "skill.invoke" else "output"  # the summary's key is the payload's field
     report = t == "worker.report"
 
+    ident, session, payload, field = key("id"), key("session_id"), key("payload"), key(name)
+
     def step(e: dict[str, Any]) -> None:
-        eid = e["id"]
+        eid = e[ident]
         d["events"] += 1
         d["last_event_id"] = eid
-        d["session_id"] = d["session_id"] or e["session_id"]
-        p = e["payload"]
-        d[key] = p.get(key) if type(p) is dict else None
+        d["session_id"] = d["session_id"] or e[session]
+        p = e[payload]
+        d[name] = p.get(field) if type(p) is dict else None
         if report:
             fold.reports = {eid: None}
     return step
