@@ -18,7 +18,9 @@ what each contender covers; this script calls the same functions):
    `agentos verify`, `agentos replay --summary`, `agentos audit` and of opening the log
    widgets (LayerStepper, ReplayScrubber, LogDiff against a copy of the log under another
    session id: bench_widgets.py's arms); phase 3 times the same three widgets opening
-   against the fold (LogDiff against the fold of both logs).
+   against the fold (LogDiff against the fold of both logs), and LogDiff of the log and a
+   rerun of it (bench_diff.py's rerun shape: every line's id, parent, chain and session id
+   different) against the fold of those two.
 
 Prints one Markdown table, each goal beside its figure, and the load average before and
 after (the machine is shared: say it with the figures).
@@ -38,6 +40,7 @@ from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_diff
 from bench_floor import floor_writer, line_magic, magic, request
 from bench_peers import langgraph_lean, machine, workspaces
 from bench_peers import rounds as interleaved
@@ -58,6 +61,17 @@ WIDGETS = ("import sys\n"
            "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]\n"
            "print(0, hwm)")
 """Opens one widget on a session in a fresh interpreter; prints `0 VmHWM-kB` as RSS does."""
+
+
+def rerun_session(sessions: Path, sid: str, n: int) -> str:
+    """A rerun of `sid`'s request as another session beside it (bench_diff.py's rerun shape:
+    the same payloads, every line's id, parent, chain and session id different); its id."""
+    rerun = f"rerun{n}"
+    src = write_long_session(sessions.parent / "rerun-tmp", rerun, n)
+    bench_diff.copy(src, sessions / rerun, (b'"id":"e', b'"id":"%s-e' % rerun.encode()),
+                    (b'"parent_id":"e', b'"parent_id":"%s-e' % rerun.encode()))
+    shutil.rmtree(src.parent.parent)
+    return rerun
 
 
 def row(goal: str, times: dict[str, list[float]], top: str, base: str, limit: float) -> str:
@@ -134,6 +148,7 @@ def main() -> None:
                 assert report.ok and got is not None
 
             copy = copy_session(sessions.parent, sid)
+            rerun = rerun_session(sessions, sid, n)
             ws = str(sessions.parent)
 
             def both(a: Path = log, b: Path = sessions / copy / log.name) -> None:
@@ -145,15 +160,20 @@ def main() -> None:
                 "replay --summary": summary, "audit": partial(audit_log, log),
                 "LayerStepper": partial(LayerStepper, sid, workspace=ws),
                 "ReplayScrubber": partial(ReplayScrubber, sid, workspace=ws),
-                "fold of both logs": both, "LogDiff": partial(LogDiff, sid, copy, workspace=ws)}
+                "fold of both logs": both, "LogDiff": partial(LogDiff, sid, copy, workspace=ws),
+                "fold of the rerun pair": partial(both, b=sessions / rerun / log.name),
+                "LogDiff of a rerun": partial(LogDiff, sid, rerun, workspace=ws)}
             if n > args.logdiff_upto:
-                del arms["fold of both logs"], arms["LogDiff"]
+                for arm in ("fold of both logs", "LogDiff", "fold of the rerun pair", "LogDiff of a rerun"):
+                    del arms[arm]
             t = cpu_rounds(arms, args.scale_rounds)
             for arm in ("verify", "replay --summary", "audit", "LayerStepper", "ReplayScrubber"):
                 rows.append(row(f"`{arm}`, {n:,} events / orjson + sha256 fold (CPU s)", t, arm, "fold", 1.5))
             if "LogDiff" in arms:
                 rows.append(row(f"`LogDiff` of a log and its copy, {n:,} events / the fold of both (CPU s)",
                                 t, "LogDiff", "fold of both logs", 1.5))
+                rows.append(row(f"`LogDiff` of a log and a rerun of it, {n:,} events / the fold of both"
+                                " (CPU s)", t, "LogDiff of a rerun", "fold of the rerun pair", 1.5))
             probes = {"agentos verify": (RSS, ["--workspace", ws, "verify", sid]),
                       "agentos replay --summary": (RSS, ["--workspace", ws, "replay", sid, "--summary"]),
                       "agentos audit": (RSS, ["audit", str(log)]),
@@ -164,6 +184,7 @@ def main() -> None:
                 peaks.setdefault(name, {})[n] = hwm_mb(code, argv)
             shutil.rmtree(log.parent)
             shutil.rmtree(sessions / copy)
+            shutil.rmtree(sessions / rerun)
         for name, by_size in peaks.items():
             lo, hi = by_size[min(by_size)], by_size[max(by_size)]
             shown = " / ".join(f"{by_size[n]:.0f}" for n in sorted(by_size))
