@@ -54,11 +54,12 @@ def table(root: Path) -> dict[str, Entry]:
     return found
 
 
-def source(root: Path) -> str:
-    """The text of `shipped.py` for the schema files under `root`."""
+def source(root: Path, found: dict[str, Entry] | None = None) -> str:
+    """The text of `shipped.py` for the schema files under `root` (`found`: their table, if
+    already made)."""
     head, _, _ = (Path(__file__).parent / "shipped.py").read_text(encoding="utf-8").partition(BEGIN)
     rows = "".join(f'    "{name}":\n        ("{sha}", {contained!r},{_strings(targets)}),\n'
-                   for name, (sha, contained, targets) in table(root).items())
+                   for name, (sha, contained, targets) in (found or table(root)).items())
     return f"{head}{BEGIN}\nSHIPPED: dict[str, tuple[str, bool, tuple[str, ...]]] = {{\n{rows}}}\n"
 
 
@@ -75,8 +76,9 @@ def main() -> None:
     if not root.is_dir():
         raise SystemExit(f"{root}: no schemas folder (run from a checkout of agentos-kernel)")
     target = Path(__file__).parent / "shipped.py"
-    target.write_text(source(root), encoding="utf-8")
-    print(f"{target}: {len(table(root))} schema files", file=sys.stderr)
+    found = table(root)
+    target.write_text(source(root, found), encoding="utf-8")
+    print(f"{target}: {len(found)} schema files", file=sys.stderr)
 
 
 if __name__ == "__main__":
