@@ -83,6 +83,22 @@ class Loopback:
     and its last user message (a debugging proxy that leaks what it was sent)."""
     _seen: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    closed: int = 0
+    """Connections the server has closed so far."""
+    _closing: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_closed(self, n: int, timeout_s: float = 5.0) -> None:
+        """Wait until the server has closed `n` connections: a hang-up is then on the client's
+        side of the wire, not still on its way (the handler's thread closes the socket after
+        the client may already have read the whole answer)."""
+        with self._closing:
+            if not self._closing.wait_for(lambda: self.closed >= n, timeout_s):
+                raise TimeoutError(f"the loopback server closed {self.closed} of {n} connections")
+
+    def connection_closed(self) -> None:
+        with self._closing:
+            self.closed += 1
+            self._closing.notify_all()
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any], peer: int = 0
                ) -> tuple[int, Any] | Reply:
@@ -198,6 +214,10 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     loopback: Loopback
+
+    def shutdown_request(self, request: Any) -> None:
+        super().shutdown_request(request)
+        self.loopback.connection_closed()
 
 
 @contextmanager

@@ -57,6 +57,7 @@ def test_a_connection_dropped_while_idle_is_replaced_without_an_attempt(server: 
               "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
     server.replies.append(Reply(200, answer, hang_up=True))
     assert isinstance(provider.complete(HELLO), Ok)
+    server.wait_closed(1)  # dropped while the client is idle (not still being closed)
     got = provider.complete(HELLO)  # its kept connection is closed: a fresh one, same attempt
     assert isinstance(got, Ok) and got.value.attempts == 1
     assert len(server.requests) == 2 and server.requests[0].peer != server.requests[1].peer
